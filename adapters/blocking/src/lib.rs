@@ -1,0 +1,1 @@
+//! Drives the mcpwire core with blocking IO.

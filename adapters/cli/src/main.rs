@@ -1,0 +1,2 @@
+//! `mcpwire`: the core from a terminal.
+fn main() {}

@@ -1,0 +1,1 @@
+//! Corpora and helpers for the mcpwire benches.

@@ -1,0 +1,32 @@
+//! # mcpwire
+//!
+//! A sans-IO protocol core for the Model Context Protocol's HTTP transports
+//! (Streamable HTTP and the legacy HTTP+SSE transport).
+//!
+//! The core never touches a socket, a clock, a thread or a random source. It is fed bytes
+//! (and, in the state machines, HTTP heads, the current time and entropy) and answers with
+//! bytes, events and deadlines; an adapter (`mcpwire-tokio`, `mcpwire-blocking`) moves
+//! them between the network and the core.
+//!
+//! ## The drive loop
+//!
+//! Every machine in this crate is driven the same way:
+//!
+//! 1. Give it input (`push` bytes; later `handle_*` calls with `now`).
+//! 2. Drain its output (`next_item` / `poll_*`) until it returns `None`, which means
+//!    "need more input", never an error.
+//! 3. Repeat. At end of input call `finish`, then drain once more.
+//!
+//! ## Modules
+//!
+//! - [`sse`]: the `text/event-stream` [`Decoder`](sse::Decoder) (WHATWG-exact, zero-copy,
+//!   bounded) and [`Encoder`](sse::Encoder).
+//!
+//! Requirement ids (SSE-PARSE-3, …) refer to `TRANSPORT.md`, the project's checklist of
+//! the MCP and WHATWG rules; tests are named after them.
+
+mod utf8;
+
+pub mod sse;
+
+pub use utf8::Utf8Bytes;

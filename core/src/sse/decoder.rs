@@ -1,0 +1,642 @@
+//! The `text/event-stream` decoder: WHATWG HTML §9.2.5–9.2.6, sans-IO and zero-copy.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use memchr::{memchr, memchr2};
+
+use crate::Utf8Bytes;
+
+use super::Limits;
+
+const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
+
+/// One dispatched server-sent event (WHATWG §9.2.6 "dispatch the event").
+///
+/// `data` is the event's data buffer with the final LF removed; `event_type` is the
+/// `event` field or `message`; `id` is the *last event ID string* in force when the event
+/// was dispatched (it persists across events until an `id` field changes it).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Event {
+    data: Utf8Bytes,
+    // Empty means the default type, `message` (SSE-PARSE-17).
+    event_type: Utf8Bytes,
+    id: Utf8Bytes,
+}
+
+impl Event {
+    /// Builds an event as a decoder would dispatch it: an empty `event_type` means `message`.
+    pub fn new(
+        data: impl Into<Utf8Bytes>,
+        event_type: impl Into<Utf8Bytes>,
+        id: impl Into<Utf8Bytes>,
+    ) -> Self {
+        Self {
+            data: data.into(),
+            event_type: event_type.into(),
+            id: id.into(),
+        }
+    }
+
+    /// The event data: the `data` lines joined with LF (SSE-PARSE-16).
+    #[inline]
+    pub fn data(&self) -> &str {
+        self.data.as_str()
+    }
+
+    /// The event data as reference-counted bytes (a slice of the input where possible).
+    #[inline]
+    pub fn data_bytes(&self) -> &Utf8Bytes {
+        &self.data
+    }
+
+    /// Takes the event data without copying it.
+    #[inline]
+    pub fn into_data(self) -> Utf8Bytes {
+        self.data
+    }
+
+    /// The event type: the last `event` field of the event, or `message` (SSE-PARSE-17).
+    #[inline]
+    pub fn event_type(&self) -> &str {
+        if self.event_type.is_empty() {
+            "message"
+        } else {
+            self.event_type.as_str()
+        }
+    }
+
+    /// The last event ID string at dispatch time; empty if no id is in force (SSE-PARSE-14).
+    #[inline]
+    pub fn id(&self) -> &str {
+        self.id.as_str()
+    }
+
+    /// The last event ID string as reference-counted bytes.
+    #[inline]
+    pub fn id_bytes(&self) -> &Utf8Bytes {
+        &self.id
+    }
+}
+
+/// What [`Decoder::next_item`] yields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Item {
+    /// A dispatched event (a block of lines that ended with a blank line and had `data`).
+    Event(Event),
+    /// A comment line (`:` first), without the colon: the keep-alive signal (SSE-PARSE-7).
+    Comment(Utf8Bytes),
+    /// A valid `retry` field: the new reconnection time (SSE-PARSE-13). Edge-triggered;
+    /// [`Decoder::retry`] gives the level.
+    Retry(Duration),
+}
+
+/// A limit of the decoder was exceeded.
+///
+/// The decoder stays usable: the offending event is discarded up to its terminating blank
+/// line (its earlier `retry` and `id` fields have already taken effect, as they would
+/// have without the limit), and decoding continues with the next event, so no other event
+/// is lost.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// A line was longer than [`Limits::max_line_len`].
+    LineTooLong {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// An event's data was larger than [`Limits::max_event_len`].
+    EventTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::LineTooLong { limit } => write!(
+                f,
+                "sse line longer than max_line_len ({limit} bytes); the event was discarded"
+            ),
+            Self::EventTooLarge { limit } => write!(
+                f,
+                "sse event data larger than max_event_len ({limit} bytes); the event was discarded"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// A sans-IO `text/event-stream` decoder.
+///
+/// Feed it the bytes of one HTTP response body with [`push`](Self::push) (zero-copy) or
+/// [`push_slice`](Self::push_slice), call [`finish`](Self::finish) at end of body, and pull
+/// with [`next_item`](Self::next_item) until it returns `Ok(None)` ("need more input").
+/// It never does IO and never panics on input.
+///
+/// The decoder follows the WHATWG processing model exactly (SSE-PARSE-1…19): one BOM is
+/// stripped at stream start, CR, LF and CRLF all end a line (also when CR and LF arrive in
+/// different chunks), the input is decoded as UTF-8 with replacement, and an unterminated
+/// event at end of stream is discarded. A single-line `data` field that lies inside one
+/// pushed chunk is returned as a slice of that chunk: nothing is copied or allocated for
+/// it. Memory is bounded by [`Limits`] (SSE-PARSE-22).
+///
+/// # Example
+///
+/// ```
+/// use mcpwire::sse::{Decoder, Item, Limits};
+///
+/// let mut dec = Decoder::new(Limits::default());
+/// dec.push_slice(b"id: 7\ndata: {\"jsonrpc\":\"2.0\"}\n\n: ping\n\nda");
+/// let Some(Item::Event(ev)) = dec.next_item()? else { panic!() };
+/// assert_eq!((ev.data(), ev.event_type(), ev.id()), ("{\"jsonrpc\":\"2.0\"}", "message", "7"));
+/// assert!(matches!(dec.next_item()?, Some(Item::Comment(_))));
+/// assert_eq!(dec.next_item()?, None); // "da" waits for the rest of its line
+/// dec.push_slice(b"ta: x\n\n");
+/// assert_eq!(dec.next_event()?.unwrap().data(), "x");
+/// # Ok::<(), mcpwire::sse::DecodeError>(())
+/// ```
+#[derive(Debug)]
+pub struct Decoder {
+    limits: Limits,
+    /// Pushed chunks not yet fully scanned; the front one is being scanned.
+    chunks: VecDeque<Bytes>,
+    /// INVARIANT: `pos <= chunks[0].len()`, and 0 when `chunks` is empty.
+    pos: usize,
+    /// The start of a line that continues in a later chunk (or a BOM prefix at stream start).
+    /// INVARIANT: `line.len() <= limits.max_line_len`.
+    line: BytesMut,
+    /// Length of the last line completed from `line`, used to size the next carry.
+    line_hint: usize,
+    /// Reused buffer behind `push_slice`.
+    scratch: BytesMut,
+    /// The previous line ended in CR: an LF at the start of the next input is part of that
+    /// line end (SSE-PARSE-3).
+    pending_cr: bool,
+    /// The BOM check at stream start is over (SSE-PARSE-2).
+    bom_done: bool,
+    /// After a limit error: lines are skipped until the blank line that ends the event.
+    discarding: bool,
+    /// In discard mode: the current (skipped) line has at least one byte.
+    discard_line_nonempty: bool,
+    /// `finish` was called: no more input will come.
+    finished: bool,
+    fields: Fields,
+}
+
+/// The WHATWG parser state (SSE-PARSE-4): data, event type and last-event-id buffers,
+/// the last event ID string, and the reconnection time.
+#[derive(Debug, Default)]
+struct Fields {
+    max_event_len: usize,
+    data: Data,
+    /// Joined data while `data` is `Data::Many`; reused across events.
+    multi: BytesMut,
+    event_type: Utf8Bytes,
+    /// The last-event-id *buffer* (set by `id` fields).
+    id_buf: Utf8Bytes,
+    /// `id_buf` changed since it was last copied into `last_event_id`.
+    id_dirty: bool,
+    /// The last event ID *string* (set from `id_buf` at every blank line, SSE-PARSE-14).
+    last_event_id: Utf8Bytes,
+    retry: Option<Duration>,
+}
+
+/// The data buffer, without its final LF.
+#[derive(Debug, Default)]
+enum Data {
+    /// No `data` field yet: the WHATWG buffer is the empty string.
+    #[default]
+    None,
+    /// Exactly one `data` field: kept as a zero-copy slice.
+    One(Utf8Bytes),
+    /// Several `data` fields, joined with LF in `Fields::multi`.
+    Many,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Self::new(Limits::default())
+    }
+}
+
+impl Decoder {
+    /// A decoder at the start of a stream.
+    pub fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            chunks: VecDeque::with_capacity(4),
+            pos: 0,
+            line: BytesMut::new(),
+            line_hint: 0,
+            scratch: BytesMut::new(),
+            pending_cr: false,
+            bom_done: false,
+            discarding: false,
+            discard_line_nonempty: false,
+            finished: false,
+            fields: Fields {
+                max_event_len: limits.max_event_len(),
+                ..Fields::default()
+            },
+        }
+    }
+
+    /// Queues a chunk of the stream without copying it. Empty chunks are ignored.
+    ///
+    /// # Panics
+    ///
+    /// If called after [`finish`](Self::finish) (a decoder decodes one stream; make a new
+    /// one for the next response).
+    pub fn push(&mut self, chunk: Bytes) {
+        assert!(!self.finished, "Decoder::push after finish");
+        if !chunk.is_empty() {
+            self.chunks.push_back(chunk);
+        }
+    }
+
+    /// Queues a copy of `chunk`. Prefer [`push`](Self::push) when the bytes are already
+    /// in a `Bytes`: event data can then be handed out without a copy.
+    ///
+    /// # Panics
+    ///
+    /// If called after [`finish`](Self::finish).
+    pub fn push_slice(&mut self, chunk: &[u8]) {
+        assert!(!self.finished, "Decoder::push_slice after finish");
+        if !chunk.is_empty() {
+            self.scratch.extend_from_slice(chunk);
+            let chunk = self.scratch.split().freeze();
+            self.chunks.push_back(chunk);
+        }
+    }
+
+    /// Marks the end of the stream. Queued input is still decoded; after it, an
+    /// unterminated line and an undispatched event are discarded (SSE-PARSE-19).
+    pub fn finish(&mut self) {
+        self.finished = true;
+    }
+
+    /// Whether [`finish`](Self::finish) was called.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The last event ID string (SSE-PARSE-14): the id in force at the most recent blank
+    /// line, whether or not that blank line dispatched an event (a SEP-1699 priming event
+    /// or an `id`-only block updates it too). Empty if none. It reflects all input once
+    /// [`next_item`](Self::next_item) has returned `Ok(None)`. This is the value to send
+    /// as `Last-Event-ID` when reconnecting (SSE-PARSE-20).
+    pub fn last_event_id(&self) -> &str {
+        self.fields.last_event_id.as_str()
+    }
+
+    /// The reconnection time set by the last valid `retry` field, if any.
+    pub fn retry(&self) -> Option<Duration> {
+        self.fields.retry
+    }
+
+    /// Bytes of pushed input not yet scanned (the caller controls this by pushing only
+    /// after `next_item` returned `Ok(None)`).
+    pub fn queued_len(&self) -> usize {
+        self.chunks.iter().map(Bytes::len).sum::<usize>() - self.pos
+    }
+
+    /// Decodes until the next item or until the input runs out.
+    ///
+    /// `Ok(None)` means more input is needed (or, after [`finish`](Self::finish), that the
+    /// stream is over). Items come in stream order (SSE-PARSE-5).
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError`] when a limit is exceeded. The decoder recovers by itself: the
+    /// offending event is discarded and the next call continues with the event after it.
+    pub fn next_item(&mut self) -> Result<Option<Item>, DecodeError> {
+        loop {
+            let Some(chunk) = self.chunks.front() else {
+                if self.finished {
+                    self.end_of_stream();
+                }
+                return Ok(None);
+            };
+            let pos = self.pos;
+            let buf = &chunk[pos..];
+            let Some(&first) = buf.first() else {
+                self.chunks.pop_front();
+                self.pos = 0;
+                continue;
+            };
+            if self.pending_cr {
+                // SSE-PARSE-3: CR then LF is one line end, even across chunks.
+                self.pending_cr = false;
+                if first == b'\n' {
+                    self.pos += 1;
+                    continue;
+                }
+            }
+            if !self.bom_done {
+                self.strip_bom();
+                continue;
+            }
+            if self.discarding {
+                self.skip_discarded();
+                continue;
+            }
+            // A blank line right after a line end is the most common line of all.
+            let found = if first == b'\n' {
+                Some(0)
+            } else {
+                memchr2(b'\n', b'\r', buf)
+            };
+            let max_line_len = self.limits.max_line_len();
+            match found {
+                Some(len) => {
+                    let end = pos + len;
+                    self.pos = end + 1;
+                    if chunk[end] == b'\r' {
+                        self.pending_cr = true;
+                    }
+                    let result = if self.line.is_empty() {
+                        if len > max_line_len {
+                            return self.fail(DecodeError::LineTooLong {
+                                limit: max_line_len,
+                            });
+                        }
+                        self.fields.line(chunk, pos, end)
+                    } else {
+                        if self.line.len() + len > max_line_len {
+                            self.line.clear();
+                            return self.fail(DecodeError::LineTooLong {
+                                limit: max_line_len,
+                            });
+                        }
+                        self.line.extend_from_slice(&buf[..len]);
+                        self.line_hint = self.line.len();
+                        let line = self.line.split().freeze();
+                        self.fields.line(&line, 0, line.len())
+                    };
+                    match result {
+                        Ok(None) => continue,
+                        Ok(Some(item)) => return Ok(Some(item)),
+                        Err(e) => return self.fail(e),
+                    }
+                }
+                None => {
+                    // The line continues in a later chunk: carry its start.
+                    let carried = self.line.len() + buf.len();
+                    if carried > max_line_len {
+                        self.line.clear();
+                        self.pos = chunk.len();
+                        self.discard_line_nonempty = true;
+                        return self.fail(DecodeError::LineTooLong {
+                            limit: max_line_len,
+                        });
+                    }
+                    if self.line.is_empty() {
+                        self.line
+                            .reserve(self.line_hint.max(buf.len()).min(max_line_len));
+                    }
+                    self.line.extend_from_slice(buf);
+                    self.pos = chunk.len();
+                }
+            }
+        }
+    }
+
+    /// Like [`next_item`](Self::next_item), but skips comments and `retry` items.
+    ///
+    /// # Errors
+    ///
+    /// As [`next_item`](Self::next_item).
+    pub fn next_event(&mut self) -> Result<Option<Event>, DecodeError> {
+        loop {
+            match self.next_item()? {
+                Some(Item::Event(event)) => return Ok(Some(event)),
+                Some(Item::Comment(_) | Item::Retry(_)) => {}
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// Enters discard mode (the rest of the current event is skipped) and reports `e`.
+    fn fail(&mut self, e: DecodeError) -> Result<Option<Item>, DecodeError> {
+        self.discarding = true;
+        self.fields.clear_event();
+        Err(e)
+    }
+
+    /// Discard mode: skips one line (or the rest of the chunk); a blank line ends the
+    /// discarded event and runs the dispatch step on its (cleared) buffers.
+    fn skip_discarded(&mut self) {
+        let chunk = &self.chunks[0];
+        let buf = &chunk[self.pos..];
+        match memchr2(b'\n', b'\r', buf) {
+            Some(len) => {
+                let end = self.pos + len;
+                self.pos = end + 1;
+                self.pending_cr = chunk[end] == b'\r';
+                let blank = len == 0 && !self.discard_line_nonempty;
+                self.discard_line_nonempty = false;
+                if blank {
+                    self.discarding = false;
+                    let dispatched = self.fields.dispatch();
+                    debug_assert!(dispatched.is_none(), "data was cleared on failure");
+                }
+            }
+            None => {
+                self.discard_line_nonempty = true;
+                self.pos = chunk.len();
+            }
+        }
+    }
+
+    /// SSE-PARSE-2: strips one BOM at stream start, also when it is split across chunks.
+    /// A BOM prefix is kept in `line`; if the bytes turn out not to be a BOM, they are
+    /// simply the start of the first line.
+    fn strip_bom(&mut self) {
+        let buf = &self.chunks[0][self.pos..];
+        let have = self.line.len();
+        let n = (BOM.len() - have).min(buf.len());
+        if buf[..n] != BOM[have..have + n] {
+            self.bom_done = true;
+        } else if have + n == BOM.len() {
+            self.line.clear();
+            self.pos += n;
+            self.bom_done = true;
+        } else {
+            self.line.extend_from_slice(&buf[..n]);
+            self.pos += n;
+        }
+    }
+
+    /// SSE-PARSE-19: at end of stream the unterminated line and event are dropped.
+    fn end_of_stream(&mut self) {
+        self.line.clear();
+        self.pending_cr = false;
+        self.discarding = false;
+        self.discard_line_nonempty = false;
+        self.fields.clear_event();
+        // The id buffer is not copied to the last event ID string: no dispatch ran.
+        self.fields.id_buf = self.fields.last_event_id.clone();
+        self.fields.id_dirty = false;
+    }
+}
+
+impl Fields {
+    /// Processes one complete line `src[start..end]` (without its line end).
+    #[inline]
+    fn line(
+        &mut self,
+        src: &Bytes,
+        start: usize,
+        end: usize,
+    ) -> Result<Option<Item>, DecodeError> {
+        let line = &src[start..end];
+        if line.is_empty() {
+            return Ok(self.dispatch()); // SSE-PARSE-6
+        }
+        // Fast path: the `data` field, by far the most common line.
+        if line.len() >= 5 && &line[..5] == b"data:" {
+            return self.data(src, value_start(src, start + 5, end), end);
+        }
+        let (name, value) = match memchr(b':', line) {
+            // SSE-PARSE-7: a comment.
+            Some(0) => {
+                let text = Utf8Bytes::from_bytes_lossy(src.slice(start + 1..end));
+                return Ok(Some(Item::Comment(text)));
+            }
+            // SSE-PARSE-8: name before the first colon; one leading space dropped.
+            Some(colon) => (&line[..colon], value_start(src, start + colon + 1, end)),
+            // SSE-PARSE-9: the whole line is the name; the value is empty.
+            None => (line, end),
+        };
+        // SSE-PARSE-10: names compare exactly.
+        match name {
+            b"data" => self.data(src, value, end),
+            b"event" => {
+                self.event_type = Utf8Bytes::from_bytes_lossy(src.slice(value..end));
+                Ok(None)
+            }
+            b"id" => {
+                // SSE-PARSE-12: an id containing NUL is ignored entirely.
+                let id = &src[value..end];
+                if memchr(0, id).is_none() {
+                    self.id_buf = Utf8Bytes::from_bytes_lossy(src.slice(value..end));
+                    self.id_dirty = true;
+                }
+                Ok(None)
+            }
+            b"retry" => Ok(parse_retry(&src[value..end]).map(|retry| {
+                self.retry = Some(retry);
+                Item::Retry(retry)
+            })),
+            _ => Ok(None),
+        }
+    }
+
+    /// SSE-PARSE-11: appends a `data` value (and, conceptually, an LF).
+    #[inline]
+    fn data(
+        &mut self,
+        src: &Bytes,
+        start: usize,
+        end: usize,
+    ) -> Result<Option<Item>, DecodeError> {
+        match &self.data {
+            Data::None => {
+                let value = Utf8Bytes::from_bytes_lossy(src.slice(start..end));
+                if value.len() > self.max_event_len {
+                    return Err(DecodeError::EventTooLarge {
+                        limit: self.max_event_len,
+                    });
+                }
+                self.data = Data::One(value);
+            }
+            Data::One(first) => {
+                let first = first.clone();
+                self.multi.clear();
+                self.multi.extend_from_slice(first.as_bytes());
+                self.data = Data::Many;
+                self.append(&src[start..end])?;
+            }
+            Data::Many => self.append(&src[start..end])?,
+        }
+        Ok(None)
+    }
+
+    /// Appends LF and `value` (decoded with replacement) to `multi`.
+    fn append(&mut self, value: &[u8]) -> Result<(), DecodeError> {
+        let value = match simdutf8::basic::from_utf8(value) {
+            Ok(_) => std::borrow::Cow::Borrowed(value),
+            Err(_) => std::borrow::Cow::Owned(String::from_utf8_lossy(value).into_owned().into()),
+        };
+        if self.multi.len() + 1 + value.len() > self.max_event_len {
+            return Err(DecodeError::EventTooLarge {
+                limit: self.max_event_len,
+            });
+        }
+        self.multi.reserve(1 + value.len());
+        self.multi.extend_from_slice(b"\n");
+        self.multi.extend_from_slice(&value);
+        Ok(())
+    }
+
+    /// SSE-PARSE-14…18: the dispatch step at a blank line.
+    #[inline]
+    fn dispatch(&mut self) -> Option<Item> {
+        if self.id_dirty {
+            self.last_event_id = self.id_buf.clone();
+            self.id_dirty = false;
+        }
+        let data = match std::mem::take(&mut self.data) {
+            Data::None => {
+                self.event_type = Utf8Bytes::new();
+                return None;
+            }
+            Data::One(data) => data,
+            Data::Many => Utf8Bytes::from_validated(self.multi.split().freeze()),
+        };
+        Some(Item::Event(Event {
+            data,
+            event_type: std::mem::take(&mut self.event_type),
+            id: self.last_event_id.clone(),
+        }))
+    }
+
+    /// Clears the data and event-type buffers (SSE-PARSE-18, and on discard).
+    fn clear_event(&mut self) {
+        self.data = Data::None;
+        self.multi.clear();
+        self.event_type = Utf8Bytes::new();
+    }
+}
+
+/// SSE-PARSE-8: the value starts after the colon, minus one leading space.
+#[inline]
+fn value_start(src: &[u8], after_colon: usize, end: usize) -> usize {
+    if after_colon < end && src[after_colon] == b' ' {
+        after_colon + 1
+    } else {
+        after_colon
+    }
+}
+
+/// SSE-PARSE-13: a retry value made only of ASCII digits, in milliseconds. An empty value
+/// is ignored (TRANSPORT.md §14.10); a huge one saturates.
+fn parse_retry(value: &[u8]) -> Option<Duration> {
+    if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let ms = value.iter().fold(0u64, |ms, &d| {
+        ms.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+    });
+    Some(Duration::from_millis(ms))
+}

@@ -1,0 +1,425 @@
+//! The `text/event-stream` encoder (SSE-ENC-*).
+
+use std::fmt;
+use std::time::Duration;
+
+use bytes::{BufMut, BytesMut};
+use memchr::{memchr2, memchr3};
+
+/// A field value was rejected: it would have changed the meaning of the frame.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EncodeError {
+    /// An `id`, `event` or comment contained CR or LF (which would start a new field), or
+    /// an `id` contained NUL (which makes decoders ignore the field), SSE-ENC-4.
+    InvalidField {
+        /// Which field: `"id"`, `"event"` or `"comment"`.
+        field: &'static str,
+        /// The offending byte.
+        byte: u8,
+    },
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidField { field, byte } => write!(
+                f,
+                "sse {field} contains byte 0x{byte:02x}, which cannot be encoded in that field"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+/// An `id` field value: no CR, LF or NUL (SSE-ENC-4). Checked once, when constructed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Id<'a>(&'a str);
+
+impl<'a> Id<'a> {
+    /// Validates an event id.
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::InvalidField`] if `id` contains CR, LF or NUL.
+    pub fn new(id: &'a str) -> Result<Self, EncodeError> {
+        match memchr3(b'\r', b'\n', 0, id.as_bytes()) {
+            None => Ok(Self(id)),
+            Some(i) => Err(EncodeError::InvalidField {
+                field: "id",
+                byte: id.as_bytes()[i],
+            }),
+        }
+    }
+
+    /// The id.
+    pub fn as_str(&self) -> &'a str {
+        self.0
+    }
+}
+
+/// An `event` field value (the event type): no CR or LF (SSE-ENC-4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EventType<'a>(&'a str);
+
+impl<'a> EventType<'a> {
+    /// The type MCP uses for JSON-RPC messages (SSE-ENC-8); decoders also default to it.
+    pub const MESSAGE: EventType<'static> = EventType("message");
+    /// The legacy HTTP+SSE transport's first event, carrying the POST URI (LEGACY-2).
+    pub const ENDPOINT: EventType<'static> = EventType("endpoint");
+
+    /// Validates an event type.
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::InvalidField`] if `event_type` contains CR or LF.
+    pub fn new(event_type: &'a str) -> Result<Self, EncodeError> {
+        single_line("event", event_type).map(Self)
+    }
+
+    /// The event type.
+    pub fn as_str(&self) -> &'a str {
+        self.0
+    }
+}
+
+/// A comment's text: no CR or LF. Comments are the keep-alive frames (SSE-ENC-7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Comment<'a>(&'a str);
+
+impl<'a> Comment<'a> {
+    /// Validates a comment.
+    ///
+    /// # Errors
+    ///
+    /// [`EncodeError::InvalidField`] if `text` contains CR or LF.
+    pub fn new(text: &'a str) -> Result<Self, EncodeError> {
+        single_line("comment", text).map(Self)
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &'a str {
+        self.0
+    }
+}
+
+fn single_line<'a>(field: &'static str, value: &'a str) -> Result<&'a str, EncodeError> {
+    match memchr2(b'\r', b'\n', value.as_bytes()) {
+        None => Ok(value),
+        Some(i) => Err(EncodeError::InvalidField {
+            field,
+            byte: value.as_bytes()[i],
+        }),
+    }
+}
+
+/// One event to encode. Its fields are validated types, so encoding cannot fail.
+///
+/// `data` may contain any text: it is split on CR, LF and CRLF into one `data` line per
+/// piece (SSE-ENC-2), so a decoder returns it with every line end turned into LF.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Frame<'a> {
+    /// The `id` field, if any.
+    pub id: Option<Id<'a>>,
+    /// The `event` field, if any (decoders read its absence as `message`).
+    pub event: Option<EventType<'a>>,
+    /// The `retry` field, if any.
+    pub retry: Option<Duration>,
+    /// The event data.
+    pub data: &'a str,
+}
+
+impl<'a> Frame<'a> {
+    /// A frame with only data.
+    pub const fn new(data: &'a str) -> Self {
+        Self {
+            id: None,
+            event: None,
+            retry: None,
+            data,
+        }
+    }
+
+    /// Sets the `id` field.
+    pub const fn with_id(mut self, id: Id<'a>) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Sets the `event` field.
+    pub const fn with_event(mut self, event: EventType<'a>) -> Self {
+        self.event = Some(event);
+        self
+    }
+
+    /// Sets the `retry` field.
+    pub const fn with_retry(mut self, retry: Duration) -> Self {
+        self.retry = Some(retry);
+        self
+    }
+}
+
+/// Writes SSE frames into a buffer the caller owns and reuses.
+///
+/// Each method appends one complete frame, ending with its blank line (SSE-ENC-6), to
+/// `dst`; `dst.split().freeze()` then gives the `Bytes` that is written to the socket and
+/// kept for replay without another copy. Field names are lowercase and every value is
+/// preceded by `": "` (SSE-ENC-3), so a value that starts with a space survives.
+///
+/// # Example
+///
+/// ```
+/// use bytes::BytesMut;
+/// use mcpwire::sse::{Encoder, Frame, Id};
+///
+/// let mut buf = BytesMut::new();
+/// let frame = Frame::new("line 1\nline 2").with_id(Id::new("s1:42")?);
+/// Encoder::new().encode_event(&frame, &mut buf);
+/// assert_eq!(&buf[..], b"id: s1:42\ndata: line 1\ndata: line 2\n\n");
+/// # Ok::<(), mcpwire::sse::EncodeError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Encoder {
+    _private: (),
+}
+
+impl Encoder {
+    /// An encoder.
+    pub const fn new() -> Self {
+        Self { _private: () }
+    }
+
+    /// Appends an event frame.
+    pub fn encode_event(&self, frame: &Frame<'_>, dst: &mut BytesMut) {
+        dst.reserve(frame_overhead(frame) + frame.data.len());
+        if let Some(event) = frame.event {
+            put_field(dst, b"event: ", event.0);
+        }
+        if let Some(id) = frame.id {
+            put_field(dst, b"id: ", id.0);
+        }
+        if let Some(retry) = frame.retry {
+            put_retry(dst, retry);
+        }
+        put_data(dst, frame.data.as_bytes());
+        dst.put_u8(b'\n');
+    }
+
+    /// Appends a comment frame (`:text` and a blank line): a heartbeat that decoders
+    /// report as a comment and dispatch nothing for (SSE-ENC-7).
+    pub fn encode_comment(&self, comment: Comment<'_>, dst: &mut BytesMut) {
+        dst.reserve(comment.0.len() + 3);
+        dst.put_u8(b':');
+        dst.put_slice(comment.0.as_bytes());
+        dst.put_slice(b"\n\n");
+    }
+
+    /// Appends a frame with only a `retry` field: it sets the client's reconnection time
+    /// and dispatches nothing (RESUME-10: sent before the server closes a stream early).
+    pub fn encode_retry(&self, retry: Duration, dst: &mut BytesMut) {
+        dst.reserve(RETRY_MAX_LEN + 1);
+        put_retry(dst, retry);
+        dst.put_u8(b'\n');
+    }
+
+    /// Appends a SEP-1699 priming frame: an `id`, optionally a `retry`, and one empty
+    /// `data` line (SSE-ENC-9, RESUME-8). Decoders dispatch it as an event with empty data;
+    /// MCP clients record its id and do not parse it as JSON-RPC.
+    pub fn encode_priming(&self, id: Id<'_>, retry: Option<Duration>, dst: &mut BytesMut) {
+        dst.reserve(id.0.len() + RETRY_MAX_LEN + 16);
+        put_field(dst, b"id: ", id.0);
+        if let Some(retry) = retry {
+            put_retry(dst, retry);
+        }
+        dst.put_slice(b"data:\n\n");
+    }
+
+    /// The exact number of bytes [`encode_event`](Self::encode_event) appends for `frame`.
+    pub fn encoded_len(&self, frame: &Frame<'_>) -> usize {
+        let mut len = frame_overhead(frame) - DATA_LINE_OVERHEAD;
+        for_each_line(frame.data.as_bytes(), |line| {
+            len += line_len(line);
+        });
+        len
+    }
+}
+
+/// `"data: "` plus LF.
+const DATA_LINE_OVERHEAD: usize = 7;
+/// `"retry: "`, 20 digits, LF.
+const RETRY_MAX_LEN: usize = 28;
+
+/// Bytes of everything but the data pieces, counting one data line and the blank line.
+fn frame_overhead(frame: &Frame<'_>) -> usize {
+    let mut len = DATA_LINE_OVERHEAD + 1;
+    if let Some(event) = frame.event {
+        len += 8 + event.0.len();
+    }
+    if let Some(id) = frame.id {
+        len += 5 + id.0.len();
+    }
+    if let Some(retry) = frame.retry {
+        len += 8 + decimal_len(retry_ms(retry));
+    }
+    len
+}
+
+#[inline]
+fn put_field(dst: &mut BytesMut, name: &[u8], value: &str) {
+    dst.put_slice(name);
+    dst.put_slice(value.as_bytes());
+    dst.put_u8(b'\n');
+}
+
+/// SSE-ENC-5: milliseconds in ASCII digits.
+fn put_retry(dst: &mut BytesMut, retry: Duration) {
+    let mut digits = [0u8; 20];
+    let mut ms = retry_ms(retry);
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (ms % 10) as u8;
+        ms /= 10;
+        if ms == 0 {
+            break;
+        }
+    }
+    dst.put_slice(b"retry: ");
+    dst.put_slice(&digits[i..]);
+    dst.put_u8(b'\n');
+}
+
+fn retry_ms(retry: Duration) -> u64 {
+    u64::try_from(retry.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn decimal_len(mut n: u64) -> usize {
+    let mut len = 1;
+    while n >= 10 {
+        n /= 10;
+        len += 1;
+    }
+    len
+}
+
+/// The encoded length of one data line: `data:` + (` ` + piece, if non-empty) + LF.
+#[inline]
+fn line_len(piece: &[u8]) -> usize {
+    if piece.is_empty() {
+        6
+    } else {
+        DATA_LINE_OVERHEAD + piece.len()
+    }
+}
+
+/// SSE-ENC-2: one `data` line per piece of `data` split on CR, LF and CRLF.
+#[inline]
+fn put_data(dst: &mut BytesMut, data: &[u8]) {
+    for_each_line(data, |piece| {
+        if piece.is_empty() {
+            dst.put_slice(b"data:\n");
+        } else {
+            dst.put_slice(b"data: ");
+            dst.put_slice(piece);
+            dst.put_u8(b'\n');
+        }
+    });
+}
+
+/// Calls `f` with each piece of `data` between line ends (CR, LF, CRLF); always at least
+/// one piece, and a trailing line end yields a trailing empty piece.
+#[inline]
+fn for_each_line(data: &[u8], mut f: impl FnMut(&[u8])) {
+    let mut rest = data;
+    while let Some(i) = memchr2(b'\n', b'\r', rest) {
+        f(&rest[..i]);
+        let skip = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') {
+            2
+        } else {
+            1
+        };
+        rest = &rest[i + skip..];
+    }
+    f(rest);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(frame: &Frame<'_>) -> BytesMut {
+        let mut buf = BytesMut::new();
+        Encoder::new().encode_event(frame, &mut buf);
+        assert_eq!(buf.len(), Encoder::new().encoded_len(frame));
+        buf
+    }
+
+    #[test]
+    fn sse_enc_2_data_split_on_every_line_end() {
+        let buf = event(&Frame::new("a\r\nb\rc\nd\n"));
+        assert_eq!(&buf[..], b"data: a\ndata: b\ndata: c\ndata: d\ndata:\n\n");
+    }
+
+    #[test]
+    fn sse_enc_3_value_starting_with_space_keeps_it() {
+        let buf = event(&Frame::new(" x"));
+        assert_eq!(&buf[..], b"data:  x\n\n");
+    }
+
+    #[test]
+    fn sse_enc_4_id_and_event_reject_injection() {
+        assert_eq!(
+            Id::new("1\ndata: evil"),
+            Err(EncodeError::InvalidField {
+                field: "id",
+                byte: b'\n'
+            })
+        );
+        assert!(Id::new("a\0b").is_err());
+        assert!(Id::new("a\rb").is_err());
+        assert!(EventType::new("x\ry").is_err());
+        assert!(EventType::new("a\0b").is_ok(), "NUL is legal in an event type");
+        assert!(Comment::new("ping\n").is_err());
+    }
+
+    #[test]
+    fn sse_enc_5_retry_is_ascii_digits_in_ms() {
+        let mut buf = BytesMut::new();
+        let enc = Encoder::new();
+        enc.encode_retry(Duration::from_millis(1500), &mut buf);
+        enc.encode_retry(Duration::from_micros(999), &mut buf);
+        enc.encode_retry(Duration::MAX, &mut buf);
+        assert_eq!(
+            &buf[..],
+            &b"retry: 1500\n\nretry: 0\n\nretry: 18446744073709551615\n\n"[..]
+        );
+    }
+
+    #[test]
+    fn sse_enc_6_all_fields_and_blank_line() {
+        let frame = Frame::new("{}")
+            .with_id(Id::new("s:1").unwrap())
+            .with_event(EventType::MESSAGE)
+            .with_retry(Duration::from_secs(2));
+        assert_eq!(
+            &event(&frame)[..],
+            b"event: message\nid: s:1\nretry: 2000\ndata: {}\n\n"
+        );
+    }
+
+    #[test]
+    fn sse_enc_7_comment_frame() {
+        let mut buf = BytesMut::new();
+        Encoder::new().encode_comment(Comment::new("keep-alive").unwrap(), &mut buf);
+        assert_eq!(&buf[..], b":keep-alive\n\n");
+    }
+
+    #[test]
+    fn sse_enc_9_priming_frame() {
+        let mut buf = BytesMut::new();
+        let id = Id::new("0:s:0").unwrap();
+        Encoder::new().encode_priming(id, Some(Duration::from_millis(500)), &mut buf);
+        assert_eq!(&buf[..], b"id: 0:s:0\nretry: 500\ndata:\n\n");
+    }
+}

@@ -1,0 +1,175 @@
+//! `Utf8Bytes`: reference-counted bytes that are known to be valid UTF-8.
+
+use bytes::Bytes;
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::Deref;
+
+/// An immutable, cheaply cloneable string backed by [`Bytes`].
+///
+/// The SSE decoder hands event data out as slices of the input chunks; this type keeps
+/// that zero-copy slice and the proof that it is UTF-8 together, so reading it as `&str`
+/// costs nothing.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Utf8Bytes(
+    // INVARIANT: the bytes are valid UTF-8.
+    Bytes,
+);
+
+impl Utf8Bytes {
+    /// An empty string; does not allocate.
+    pub const fn new() -> Self {
+        Self(Bytes::new())
+    }
+
+    /// Wraps a static string without copying.
+    pub const fn from_static(s: &'static str) -> Self {
+        Self(Bytes::from_static(s.as_bytes()))
+    }
+
+    /// Validates `bytes` as UTF-8 and wraps them without copying.
+    ///
+    /// # Errors
+    ///
+    /// Returns the bytes back if they are not valid UTF-8.
+    pub fn try_from_bytes(bytes: Bytes) -> Result<Self, Bytes> {
+        if simdutf8::basic::from_utf8(&bytes).is_ok() {
+            Ok(Self(bytes))
+        } else {
+            Err(bytes)
+        }
+    }
+
+    /// Decodes `bytes` as UTF-8 with replacement (the WHATWG "UTF-8 decode without BOM"):
+    /// valid input is kept without copying; each maximal invalid subsequence becomes U+FFFD.
+    pub fn from_bytes_lossy(bytes: Bytes) -> Self {
+        if bytes.is_ascii() || simdutf8::basic::from_utf8(&bytes).is_ok() {
+            return Self(bytes);
+        }
+        match String::from_utf8_lossy(&bytes) {
+            // Unreachable in practice (validation failed above), but harmless.
+            Cow::Borrowed(_) => Self(bytes),
+            Cow::Owned(s) => Self(Bytes::from(s)),
+        }
+    }
+
+    /// The string.
+    #[inline]
+    pub fn as_str(&self) -> &str {
+        #[allow(unsafe_code)]
+        // SAFETY: the INVARIANT on the field: every constructor validates or takes a `str`.
+        unsafe {
+            std::str::from_utf8_unchecked(&self.0)
+        }
+    }
+
+    /// The underlying bytes (a zero-copy view).
+    #[inline]
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.0
+    }
+
+    /// Unwraps the underlying bytes.
+    #[inline]
+    pub fn into_bytes(self) -> Bytes {
+        self.0
+    }
+
+    /// Wraps bytes the caller has already validated.
+    #[inline]
+    pub(crate) fn from_validated(bytes: Bytes) -> Self {
+        debug_assert!(std::str::from_utf8(&bytes).is_ok());
+        Self(bytes)
+    }
+}
+
+impl Deref for Utf8Bytes {
+    type Target = str;
+    #[inline]
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Utf8Bytes {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<[u8]> for Utf8Bytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl From<String> for Utf8Bytes {
+    fn from(s: String) -> Self {
+        Self(Bytes::from(s))
+    }
+}
+
+impl From<&'static str> for Utf8Bytes {
+    fn from(s: &'static str) -> Self {
+        Self::from_static(s)
+    }
+}
+
+impl From<Utf8Bytes> for Bytes {
+    fn from(s: Utf8Bytes) -> Self {
+        s.0
+    }
+}
+
+impl PartialEq<str> for Utf8Bytes {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Utf8Bytes {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl fmt::Debug for Utf8Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for Utf8Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lossy_keeps_valid_input_without_copying() {
+        let b = Bytes::from_static("héllo".as_bytes());
+        let s = Utf8Bytes::from_bytes_lossy(b.clone());
+        assert_eq!(s.as_bytes().as_ptr(), b.as_ptr());
+        assert_eq!(s, "héllo");
+    }
+
+    #[test]
+    fn lossy_replaces_maximal_subparts() {
+        // WHATWG: E2 82 is one truncated sequence (one U+FFFD); FF is another.
+        let s = Utf8Bytes::from_bytes_lossy(Bytes::from_static(b"a\xE2\x82b\xFFc"));
+        assert_eq!(s, "a\u{FFFD}b\u{FFFD}c");
+    }
+
+    #[test]
+    fn try_from_bytes_rejects_invalid() {
+        assert!(Utf8Bytes::try_from_bytes(Bytes::from_static(b"\xC0\x80")).is_err());
+        assert_eq!(
+            Utf8Bytes::try_from_bytes(Bytes::from_static(b"ok")).unwrap(),
+            "ok"
+        );
+    }
+}

@@ -1,0 +1,1 @@
+//! Reference implementations and shared helpers for mcpwire's tests.
