@@ -304,6 +304,17 @@ impl Decoder {
         self.fields.retry
     }
 
+    /// Bytes the decoder holds for the incomplete line and event (not counting queued
+    /// input). Bounded by about `max_line_len + max_event_len` whatever the input.
+    pub fn buffered_len(&self) -> usize {
+        let data = match &self.fields.data {
+            Data::None => 0,
+            Data::One(data) => data.len(),
+            Data::Many => self.fields.multi.len(),
+        };
+        self.line.len() + data
+    }
+
     /// Bytes of pushed input not yet scanned (the caller controls this by pushing only
     /// after `next_item` returned `Ok(None)`).
     pub fn queued_len(&self) -> usize {
