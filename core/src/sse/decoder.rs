@@ -192,6 +192,7 @@ pub struct Decoder {
 /// the last event ID string, and the reconnection time.
 #[derive(Debug, Default)]
 struct Fields {
+    max_line_len: usize,
     max_event_len: usize,
     data: Data,
     /// Joined data while `data` is `Data::Many`; reused across events.
@@ -240,6 +241,7 @@ impl Decoder {
             discard_line_nonempty: false,
             finished: false,
             fields: Fields {
+                max_line_len: limits.max_line_len(),
                 max_event_len: limits.max_event_len(),
                 ..Fields::default()
             },
@@ -304,15 +306,18 @@ impl Decoder {
         self.fields.retry
     }
 
-    /// Bytes the decoder holds for the incomplete line and event (not counting queued
-    /// input). Bounded by about `max_line_len + max_event_len` whatever the input.
+    /// Bytes the decoder holds for the incomplete line and event: the carried partial
+    /// line, the data buffer and the event-type and id buffers (not counting queued
+    /// input). Whatever the input, it stays within `max_event_len + 3 × max_line_len`:
+    /// the data within `max_event_len`, each of the others within `max_line_len`.
     pub fn buffered_len(&self) -> usize {
-        let data = match &self.fields.data {
+        let f = &self.fields;
+        let data = match &f.data {
             Data::None => 0,
             Data::One(data) => data.len(),
-            Data::Many => self.fields.multi.len(),
+            Data::Many => f.multi.len(),
         };
-        self.line.len() + data
+        self.line.len() + data + f.event_type.len() + f.id_buf.len()
     }
 
     /// Bytes of pushed input not yet scanned (the caller controls this by pushing only
@@ -504,12 +509,7 @@ impl Decoder {
 impl Fields {
     /// Processes one complete line `src[start..end]` (without its line end).
     #[inline]
-    fn line(
-        &mut self,
-        src: &Bytes,
-        start: usize,
-        end: usize,
-    ) -> Result<Option<Item>, DecodeError> {
+    fn line(&mut self, src: &Bytes, start: usize, end: usize) -> Result<Option<Item>, DecodeError> {
         let line = &src[start..end];
         if line.is_empty() {
             return Ok(self.dispatch()); // SSE-PARSE-6
@@ -533,14 +533,13 @@ impl Fields {
         match name {
             b"data" => self.data(src, value, end),
             b"event" => {
-                self.event_type = Utf8Bytes::from_bytes_lossy(src.slice(value..end));
+                self.event_type = self.short_value(src.slice(value..end))?;
                 Ok(None)
             }
             b"id" => {
                 // SSE-PARSE-12: an id containing NUL is ignored entirely.
-                let id = &src[value..end];
-                if memchr(0, id).is_none() {
-                    self.id_buf = Utf8Bytes::from_bytes_lossy(src.slice(value..end));
+                if memchr(0, &src[value..end]).is_none() {
+                    self.id_buf = self.short_value(src.slice(value..end))?;
                     self.id_dirty = true;
                 }
                 Ok(None)
@@ -553,14 +552,21 @@ impl Fields {
         }
     }
 
+    /// Decodes an `event` or `id` value. UTF-8 replacement can triple invalid bytes, so
+    /// the line limit is checked again on the decoded value: these buffers outlive the line.
+    fn short_value(&self, raw: Bytes) -> Result<Utf8Bytes, DecodeError> {
+        let value = Utf8Bytes::from_bytes_lossy(raw);
+        if value.len() > self.max_line_len {
+            return Err(DecodeError::LineTooLong {
+                limit: self.max_line_len,
+            });
+        }
+        Ok(value)
+    }
+
     /// SSE-PARSE-11: appends a `data` value (and, conceptually, an LF).
     #[inline]
-    fn data(
-        &mut self,
-        src: &Bytes,
-        start: usize,
-        end: usize,
-    ) -> Result<Option<Item>, DecodeError> {
+    fn data(&mut self, src: &Bytes, start: usize, end: usize) -> Result<Option<Item>, DecodeError> {
         match &self.data {
             Data::None => {
                 let value = Utf8Bytes::from_bytes_lossy(src.slice(start..end));
@@ -650,4 +656,166 @@ fn parse_retry(value: &[u8]) -> Option<Duration> {
         ms.saturating_mul(10).saturating_add(u64::from(d - b'0'))
     });
     Some(Duration::from_millis(ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decodes `chunks` (then EOF) into items, errors rendered as text.
+    fn decode_with(limits: Limits, chunks: &[&[u8]]) -> (Vec<String>, String) {
+        let mut dec = Decoder::new(limits);
+        let mut out = Vec::new();
+        for chunk in chunks {
+            dec.push(Bytes::copy_from_slice(chunk));
+            drain(&mut dec, &mut out);
+        }
+        dec.finish();
+        drain(&mut dec, &mut out);
+        (out, dec.last_event_id().to_owned())
+    }
+
+    fn drain(dec: &mut Decoder, out: &mut Vec<String>) {
+        loop {
+            match dec.next_item() {
+                Ok(Some(Item::Event(e))) => {
+                    out.push(format!("{}|{}|{}", e.event_type(), e.data(), e.id()));
+                }
+                Ok(Some(Item::Comment(c))) => out.push(format!(":{c}")),
+                Ok(Some(Item::Retry(r))) => out.push(format!("retry {}", r.as_millis())),
+                Ok(None) => return,
+                Err(e) => out.push(format!("error {e}")),
+            }
+        }
+    }
+
+    fn decode(chunks: &[&[u8]]) -> Vec<String> {
+        decode_with(Limits::default(), chunks).0
+    }
+
+    #[test]
+    fn sse_parse_3_cr_at_chunk_end_then_lf_is_one_line_end() {
+        assert_eq!(decode(&[b"data: a\r", b"\n\r", b"\n"]), ["message|a|"]);
+        assert_eq!(decode(&[b"data: a\r", b"\r"]), ["message|a|"]);
+    }
+
+    #[test]
+    fn sse_parse_2_bom_split_across_chunks_is_stripped_once() {
+        assert_eq!(
+            decode(&[b"\xEF", b"\xBB", b"\xBFdata: a\n\n"]),
+            ["message|a|"]
+        );
+        // A second BOM is content: the line's field name is not `data`.
+        assert!(decode(&[b"\xEF\xBB\xBF\xEF\xBB\xBFdata: a\n\n"]).is_empty());
+        // A BOM prefix that turns out not to be a BOM is the start of the first line.
+        assert!(decode(&[b"\xEF\xBB", b"data: a\n\n"]).is_empty());
+        assert_eq!(decode(&[b"\xEF\xBB", b"\n\ndata: b\n\n"]), ["message|b|"]);
+    }
+
+    #[test]
+    fn sse_parse_13_retry_digits_only_and_saturating() {
+        assert_eq!(parse_retry(b"1500"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_retry(b""), None);
+        assert_eq!(parse_retry(b"1.5"), None);
+        assert_eq!(parse_retry(b"-1"), None);
+        assert_eq!(parse_retry(b" 10"), None);
+        assert_eq!(
+            parse_retry(b"99999999999999999999999"),
+            Some(Duration::from_millis(u64::MAX))
+        );
+    }
+
+    #[test]
+    fn sse_parse_19_unterminated_event_and_line_are_dropped() {
+        let (items, id) = decode_with(Limits::default(), &[b"id: 1\ndata: x\n\nid: 2\ndata: y\n"]);
+        assert_eq!(items, ["message|x|1"]);
+        assert_eq!(id, "1");
+        let (items, _) = decode_with(Limits::default(), &[b"retry: 5\n", b"retry: 7"]);
+        assert_eq!(items, ["retry 5"]);
+    }
+
+    #[test]
+    fn sse_parse_22_long_line_in_one_chunk_discards_only_its_event() {
+        let limits = Limits::default().with_max_line_len(10);
+        let input: &[u8] = b"data: ok\n\ndata: 0123456789\ndata: more\n\ndata: next\n\n";
+        let (items, _) = decode_with(limits, &[input]);
+        assert_eq!(
+            items,
+            [
+                "message|ok|",
+                "error sse line longer than max_line_len (10 bytes); the event was discarded",
+                "message|next|",
+            ]
+        );
+    }
+
+    #[test]
+    fn sse_parse_22_long_line_across_chunks_is_never_buffered_past_the_limit() {
+        let limits = Limits::default().with_max_line_len(16);
+        let mut dec = Decoder::new(limits);
+        dec.push_slice(b"id: 3\n\ndata: ");
+        let mut errors = 0;
+        for _ in 0..1000 {
+            dec.push_slice(b"xxxxxxxxxx");
+            while let Some(r) = dec.next_item().transpose() {
+                assert_eq!(r, Err(DecodeError::LineTooLong { limit: 16 }));
+                errors += 1;
+            }
+            assert!(dec.buffered_len() <= 16 + 1);
+        }
+        dec.push_slice(b"\r");
+        // The rest of the long line's event (up to its blank line) is discarded too.
+        dec.push_slice(b"\ndata: lost\n\ndata: after\n\n");
+        assert_eq!(dec.next_event().unwrap().unwrap().data(), "after");
+        assert_eq!(errors, 1);
+        assert_eq!(dec.last_event_id(), "3");
+    }
+
+    #[test]
+    fn sse_parse_22_event_too_large_keeps_earlier_id() {
+        let limits = Limits::default().with_max_event_len(5);
+        let (items, id) = decode_with(
+            limits,
+            &[b"data: abc\n\nid: 9\ndata: abc\ndata: def\nid: 10\n\ndata: z\n\n"],
+        );
+        assert_eq!(
+            items,
+            [
+                "message|abc|",
+                "error sse event data larger than max_event_len (5 bytes); the event was discarded",
+                "message|z|9",
+            ]
+        );
+        assert_eq!(
+            id, "9",
+            "fields after the overflow belong to the discarded event"
+        );
+    }
+
+    #[test]
+    fn sse_parse_22_replacement_cannot_grow_id_past_the_line_limit() {
+        let limits = Limits::default().with_max_line_len(8);
+        let (items, id) = decode_with(limits, &[b"id: \xFF\xFF\xFF\n\ndata: a\n\n"]);
+        assert_eq!(items.len(), 2, "{items:?}");
+        assert!(items[0].starts_with("error sse line longer"));
+        assert_eq!(id, "");
+    }
+
+    #[test]
+    fn single_line_data_is_a_slice_of_the_pushed_chunk() {
+        let chunk = Bytes::from_static(b"data: zero-copy\n\n");
+        let mut dec = Decoder::default();
+        dec.push(chunk.clone());
+        let event = dec.next_event().unwrap().unwrap();
+        let range = chunk.as_ptr_range();
+        assert!(range.contains(&event.data_bytes().as_bytes().as_ptr()));
+    }
+
+    #[test]
+    fn data_split_across_chunks_is_joined() {
+        assert_eq!(
+            decode(&[b"da", b"ta: a", b"b\ndata", b":c\n", b"\n"]),
+            ["message|ab\nc|"]
+        );
+    }
 }

@@ -379,7 +379,10 @@ mod tests {
         assert!(Id::new("a\0b").is_err());
         assert!(Id::new("a\rb").is_err());
         assert!(EventType::new("x\ry").is_err());
-        assert!(EventType::new("a\0b").is_ok(), "NUL is legal in an event type");
+        assert!(
+            EventType::new("a\0b").is_ok(),
+            "NUL is legal in an event type"
+        );
         assert!(Comment::new("ping\n").is_err());
     }
 

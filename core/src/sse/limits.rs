@@ -4,8 +4,10 @@
 ///
 /// The WHATWG algorithm sets no limit; a peer could otherwise make the decoder grow
 /// without bound with one endless line or one endless event. Exceeding a limit yields a
-/// [`DecodeError`](super::DecodeError) and the offending event is discarded. The decoder's
-/// own memory is at most about `max_line_len + max_event_len` plus the chunk being scanned.
+/// [`DecodeError`](super::DecodeError) and the offending event is discarded. What the
+/// decoder holds ([`Decoder::buffered_len`](super::Decoder::buffered_len)) stays within
+/// `max_event_len + 3 × max_line_len` (partial line, data, event type, id), plus the
+/// input the caller has pushed and not yet drained.
 ///
 /// ```
 /// use mcpwire::sse::Limits;
