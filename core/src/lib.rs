@@ -29,4 +29,4 @@ mod utf8;
 
 pub mod sse;
 
-pub use utf8::Utf8Bytes;
+pub use utf8::{Utf8Bytes, Utf8Ref};

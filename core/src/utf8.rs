@@ -4,6 +4,7 @@ use bytes::Bytes;
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Deref;
+use std::ops::Range;
 
 /// An immutable, cheaply cloneable string backed by [`Bytes`].
 ///
@@ -80,6 +81,100 @@ impl Utf8Bytes {
     pub(crate) fn from_validated(bytes: Bytes) -> Self {
         debug_assert!(std::str::from_utf8(&bytes).is_ok());
         Self(bytes)
+    }
+}
+
+/// UTF-8 text borrowed from inside a [`Bytes`]: the decoder's zero-refcount view.
+///
+/// Reading it costs nothing; [`to_bytes`](Self::to_bytes) turns it into an owned
+/// [`Utf8Bytes`] without copying (one reference-count increment).
+#[derive(Clone, Copy)]
+pub struct Utf8Ref<'a> {
+    // INVARIANT: `text` lies inside `owner`.
+    text: &'a str,
+    owner: &'a Bytes,
+}
+
+impl<'a> Utf8Ref<'a> {
+    /// Borrows all of `s`.
+    #[inline]
+    pub fn new(s: &'a Utf8Bytes) -> Self {
+        Self {
+            text: s.as_str(),
+            owner: &s.0,
+        }
+    }
+
+    /// Borrows `owner[range]`, already known to be valid UTF-8.
+    ///
+    /// # Safety
+    ///
+    /// `owner[range]` must be valid UTF-8 (and `range` within `owner`, which is checked).
+    #[allow(unsafe_code)]
+    #[inline]
+    pub(crate) unsafe fn from_validated(owner: &'a Bytes, range: Range<usize>) -> Self {
+        let bytes = &owner[range];
+        debug_assert!(std::str::from_utf8(bytes).is_ok());
+        Self {
+            // SAFETY: the caller guarantees the bytes are valid UTF-8.
+            text: unsafe { std::str::from_utf8_unchecked(bytes) },
+            owner,
+        }
+    }
+
+    /// The text.
+    #[inline]
+    pub fn as_str(&self) -> &'a str {
+        self.text
+    }
+
+    /// An owned handle on the same bytes (no copy).
+    #[inline]
+    pub fn to_bytes(&self) -> Utf8Bytes {
+        if self.text.is_empty() {
+            return Utf8Bytes::new();
+        }
+        Utf8Bytes(self.owner.slice_ref(self.text.as_bytes()))
+    }
+}
+
+impl Deref for Utf8Ref<'_> {
+    type Target = str;
+    #[inline]
+    fn deref(&self) -> &str {
+        self.text
+    }
+}
+
+impl PartialEq for Utf8Ref<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Utf8Ref<'_> {}
+
+impl PartialEq<str> for Utf8Ref<'_> {
+    fn eq(&self, other: &str) -> bool {
+        self.text == other
+    }
+}
+
+impl PartialEq<&str> for Utf8Ref<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        self.text == *other
+    }
+}
+
+impl fmt::Debug for Utf8Ref<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.text, f)
+    }
+}
+
+impl fmt::Display for Utf8Ref<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.text)
     }
 }
 

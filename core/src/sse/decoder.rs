@@ -7,11 +7,50 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use memchr::{memchr, memchr2};
 
-use crate::Utf8Bytes;
+use crate::{Utf8Bytes, Utf8Ref};
 
 use super::Limits;
 
 const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
+
+/// Finds the next CR or LF: memchr's vector searcher picked once per decoder, which
+/// saves memchr2's per-call dispatch on streams of short lines.
+#[derive(Clone, Copy, Debug)]
+enum LineEnds {
+    #[cfg(target_arch = "x86_64")]
+    Avx2(memchr::arch::x86_64::avx2::memchr::Two),
+    #[cfg(target_arch = "x86_64")]
+    Sse2(memchr::arch::x86_64::sse2::memchr::Two),
+    #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+    Generic,
+}
+
+impl LineEnds {
+    fn new() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use memchr::arch::x86_64::{avx2, sse2};
+            if let Some(two) = avx2::memchr::Two::new(b'\n', b'\r') {
+                return Self::Avx2(two);
+            }
+            if let Some(two) = sse2::memchr::Two::new(b'\n', b'\r') {
+                return Self::Sse2(two);
+            }
+        }
+        Self::Generic
+    }
+
+    #[inline]
+    fn find(&self, haystack: &[u8]) -> Option<usize> {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx2(two) => two.find(haystack),
+            #[cfg(target_arch = "x86_64")]
+            Self::Sse2(two) => two.find(haystack),
+            Self::Generic => memchr2(b'\n', b'\r', haystack),
+        }
+    }
+}
 
 /// One dispatched server-sent event (WHATWG §9.2.6 "dispatch the event").
 ///
@@ -61,11 +100,7 @@ impl Event {
     /// The event type: the last `event` field of the event, or `message` (SSE-PARSE-17).
     #[inline]
     pub fn event_type(&self) -> &str {
-        if self.event_type.is_empty() {
-            "message"
-        } else {
-            self.event_type.as_str()
-        }
+        event_type_or_message(&self.event_type)
     }
 
     /// The last event ID string at dispatch time; empty if no id is in force (SSE-PARSE-14).
@@ -81,6 +116,14 @@ impl Event {
     }
 }
 
+fn event_type_or_message(event_type: &Utf8Bytes) -> &str {
+    if event_type.is_empty() {
+        "message"
+    } else {
+        event_type.as_str()
+    }
+}
+
 /// What [`Decoder::next_item`] yields.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Item {
@@ -91,6 +134,71 @@ pub enum Item {
     /// A valid `retry` field: the new reconnection time (SSE-PARSE-13). Edge-triggered;
     /// [`Decoder::retry`] gives the level.
     Retry(Duration),
+}
+
+/// A dispatched event borrowed from the decoder: see [`Decoder::next_item_ref`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventRef<'a> {
+    data: Utf8Ref<'a>,
+    event_type: &'a Utf8Bytes,
+    id: &'a Utf8Bytes,
+}
+
+impl<'a> EventRef<'a> {
+    /// The event data: the `data` lines joined with LF (SSE-PARSE-16).
+    #[inline]
+    pub fn data(&self) -> &'a str {
+        self.data.as_str()
+    }
+
+    /// The event data as a borrowed view that can be turned into owned bytes without a copy.
+    #[inline]
+    pub fn data_ref(&self) -> Utf8Ref<'a> {
+        self.data
+    }
+
+    /// The event type: the last `event` field of the event, or `message` (SSE-PARSE-17).
+    #[inline]
+    pub fn event_type(&self) -> &'a str {
+        event_type_or_message(self.event_type)
+    }
+
+    /// The last event ID string at dispatch time; empty if no id is in force (SSE-PARSE-14).
+    #[inline]
+    pub fn id(&self) -> &'a str {
+        self.id.as_str()
+    }
+
+    /// The owned event, sharing the decoder's bytes (no copy).
+    pub fn to_event(&self) -> Event {
+        Event {
+            data: self.data.to_bytes(),
+            event_type: self.event_type.clone(),
+            id: self.id.clone(),
+        }
+    }
+}
+
+/// What [`Decoder::next_item_ref`] yields: an [`Item`] borrowed from the decoder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemRef<'a> {
+    /// A dispatched event.
+    Event(EventRef<'a>),
+    /// A comment line, without the colon (SSE-PARSE-7).
+    Comment(Utf8Ref<'a>),
+    /// A valid `retry` field (SSE-PARSE-13).
+    Retry(Duration),
+}
+
+impl ItemRef<'_> {
+    /// The owned item, sharing the decoder's bytes (no copy).
+    pub fn to_item(&self) -> Item {
+        match self {
+            Self::Event(event) => Item::Event(event.to_event()),
+            Self::Comment(text) => Item::Comment(text.to_bytes()),
+            Self::Retry(retry) => Item::Retry(*retry),
+        }
+    }
 }
 
 /// A limit of the decoder was exceeded.
@@ -136,7 +244,9 @@ impl std::error::Error for DecodeError {}
 /// Feed it the bytes of one HTTP response body with [`push`](Self::push) (zero-copy) or
 /// [`push_slice`](Self::push_slice), call [`finish`](Self::finish) at end of body, and pull
 /// with [`next_item`](Self::next_item) until it returns `Ok(None)` ("need more input").
-/// It never does IO and never panics on input.
+/// [`next_item_ref`](Self::next_item_ref) is the same pull, borrowing instead of sharing:
+/// it touches no reference count, for callers that consume each item before the next.
+/// The decoder never does IO and never panics on input.
 ///
 /// The decoder follows the WHATWG processing model exactly (SSE-PARSE-1…19): one BOM is
 /// stripped at stream start, CR, LF and CRLF all end a line (also when CR and LF arrive in
@@ -163,6 +273,7 @@ impl std::error::Error for DecodeError {}
 #[derive(Debug)]
 pub struct Decoder {
     limits: Limits,
+    line_ends: LineEnds,
     /// Pushed chunks not yet fully scanned; the front one is being scanned.
     chunks: VecDeque<Bytes>,
     /// INVARIANT: `pos <= chunks[0].len()`, and 0 when `chunks` is empty.
@@ -172,6 +283,15 @@ pub struct Decoder {
     line: BytesMut,
     /// Length of the last line completed from `line`, used to size the next carry.
     line_hint: usize,
+    /// `line[..line_valid_upto]` is known to be valid UTF-8; `usize::MAX` once an invalid
+    /// sequence was seen in it.
+    line_valid_upto: usize,
+    /// `chunks[0][..chunk_valid_until]` is known to be valid UTF-8 from the first complete
+    /// line on (a chunk may start inside a code point of a carried line).
+    chunk_valid_until: usize,
+    /// The front chunk has been validated once; lines past `chunk_valid_until` are then
+    /// validated one by one, so no byte is validated more than twice.
+    chunk_checked: bool,
     /// Reused buffer behind `push_slice`.
     scratch: BytesMut,
     /// The previous line ended in CR: an LF at the start of the next input is part of that
@@ -198,6 +318,11 @@ struct Fields {
     /// Joined data while `data` is `Data::Many`; reused across events.
     multi: BytesMut,
     event_type: Utf8Bytes,
+    /// The last event was handed out borrowing `data` and `event_type`: they are cleared
+    /// (SSE-PARSE-18) at the start of the next call rather than at dispatch.
+    dispatched: bool,
+    /// A comment's text when it cannot be borrowed from the front chunk.
+    comment: Utf8Bytes,
     /// The last-event-id *buffer* (set by `id` fields).
     id_buf: Utf8Bytes,
     /// `id_buf` changed since it was last copied into `last_event_id`.
@@ -213,10 +338,27 @@ enum Data {
     /// No `data` field yet: the WHATWG buffer is the empty string.
     #[default]
     None,
-    /// Exactly one `data` field: kept as a zero-copy slice.
+    /// Exactly one `data` field, at `chunks[0][start..end]`, valid UTF-8: zero copy and
+    /// not even a reference count until the chunk is dropped.
+    /// INVARIANT: it always refers to the current front chunk (converted to `One` before
+    /// that chunk is popped).
+    InChunk { start: usize, end: usize },
+    /// Exactly one `data` field (or, after dispatch, the joined data of several).
     One(Utf8Bytes),
     /// Several `data` fields, joined with LF in `Fields::multi`.
     Many,
+}
+
+/// What processing a line produced, to be turned into an [`ItemRef`] by the decoder.
+enum Step {
+    /// An event was dispatched: `Fields::data` (`InChunk` or `One`) and `event_type` hold it.
+    Event,
+    /// A comment at `chunks[0][start..end]`, valid UTF-8.
+    CommentInChunk { start: usize, end: usize },
+    /// A comment in `Fields::comment`.
+    Comment,
+    /// A valid `retry` field.
+    Retry(Duration),
 }
 
 impl Default for Decoder {
@@ -230,10 +372,14 @@ impl Decoder {
     pub fn new(limits: Limits) -> Self {
         Self {
             limits,
+            line_ends: LineEnds::new(),
             chunks: VecDeque::with_capacity(4),
             pos: 0,
             line: BytesMut::new(),
             line_hint: 0,
+            line_valid_upto: 0,
+            chunk_valid_until: 0,
+            chunk_checked: false,
             scratch: BytesMut::new(),
             pending_cr: false,
             bom_done: false,
@@ -312,10 +458,15 @@ impl Decoder {
     /// the data within `max_event_len`, each of the others within `max_line_len`.
     pub fn buffered_len(&self) -> usize {
         let f = &self.fields;
-        let data = match &f.data {
-            Data::None => 0,
-            Data::One(data) => data.len(),
-            Data::Many => f.multi.len(),
+        let data = if f.dispatched {
+            0
+        } else {
+            match &f.data {
+                Data::None => 0,
+                Data::InChunk { start, end } => end - start,
+                Data::One(data) => data.len(),
+                Data::Many => f.multi.len(),
+            }
         };
         self.line.len() + data + f.event_type.len() + f.id_buf.len()
     }
@@ -329,13 +480,109 @@ impl Decoder {
     /// Decodes until the next item or until the input runs out.
     ///
     /// `Ok(None)` means more input is needed (or, after [`finish`](Self::finish), that the
-    /// stream is over). Items come in stream order (SSE-PARSE-5).
+    /// stream is over). Items come in stream order (SSE-PARSE-5). The item shares the
+    /// pushed chunks' memory (a reference-counted slice, no copy).
     ///
     /// # Errors
     ///
     /// [`DecodeError`] when a limit is exceeded. The decoder recovers by itself: the
     /// offending event is discarded and the next call continues with the event after it.
+    #[inline]
     pub fn next_item(&mut self) -> Result<Option<Item>, DecodeError> {
+        Ok(match self.advance()? {
+            Some(Step::Event) => Some(Item::Event(self.take_event())),
+            Some(step) => Some(self.view(step).to_item()),
+            None => None,
+        })
+    }
+
+    /// Like [`next_item`](Self::next_item), but the item borrows from the decoder: no
+    /// reference count is touched and nothing is copied. Use
+    /// [`ItemRef::to_item`] to keep an item past the next call.
+    ///
+    /// # Errors
+    ///
+    /// As [`next_item`](Self::next_item).
+    pub fn next_item_ref(&mut self) -> Result<Option<ItemRef<'_>>, DecodeError> {
+        Ok(self.advance()?.map(|step| self.view(step)))
+    }
+
+    /// Like [`next_item`](Self::next_item), but skips comments and `retry` items.
+    ///
+    /// # Errors
+    ///
+    /// As [`next_item`](Self::next_item).
+    pub fn next_event(&mut self) -> Result<Option<Event>, DecodeError> {
+        loop {
+            match self.advance()? {
+                Some(Step::Event) => return Ok(Some(self.take_event())),
+                Some(_) => {}
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// Moves the dispatched event out of the buffers (they are cleared next call anyway).
+    fn take_event(&mut self) -> Event {
+        let f = &mut self.fields;
+        let data = match std::mem::take(&mut f.data) {
+            Data::InChunk { start, end } => {
+                Utf8Bytes::from_validated(self.chunks[0].slice(start..end))
+            }
+            Data::One(data) => data,
+            Data::None | Data::Many => unreachable!("dispatch leaves InChunk or One"),
+        };
+        Event {
+            data,
+            event_type: std::mem::take(&mut f.event_type),
+            // Skips the reference count when no id is in force.
+            id: if f.last_event_id.is_empty() {
+                Utf8Bytes::new()
+            } else {
+                f.last_event_id.clone()
+            },
+        }
+    }
+
+    /// The item a step produced, borrowed from the decoder's state.
+    fn view(&self, step: Step) -> ItemRef<'_> {
+        let f = &self.fields;
+        match step {
+            Step::Event => {
+                let data = match &f.data {
+                    // SAFETY: `InChunk` ranges are validated before they are stored (see
+                    // `scan_lines`), and refer to the front chunk (its INVARIANT).
+                    #[allow(unsafe_code)]
+                    Data::InChunk { start, end } => unsafe {
+                        Utf8Ref::from_validated(&self.chunks[0], *start..*end)
+                    },
+                    Data::One(data) => Utf8Ref::new(data),
+                    Data::None | Data::Many => unreachable!("dispatch leaves InChunk or One"),
+                };
+                ItemRef::Event(EventRef {
+                    data,
+                    event_type: &f.event_type,
+                    id: &f.last_event_id,
+                })
+            }
+            // SAFETY: `scan_lines` returns this step only for a validated range of the
+            // front chunk, and nothing has touched the chunks since.
+            #[allow(unsafe_code)]
+            Step::CommentInChunk { start, end } => {
+                ItemRef::Comment(unsafe { Utf8Ref::from_validated(&self.chunks[0], start..end) })
+            }
+            Step::Comment => ItemRef::Comment(Utf8Ref::new(&f.comment)),
+            Step::Retry(retry) => ItemRef::Retry(retry),
+        }
+    }
+
+    /// Runs the parser until it produces a step or needs more input.
+    fn advance(&mut self) -> Result<Option<Step>, DecodeError> {
+        if self.fields.dispatched {
+            // SSE-PARSE-18, deferred: the previous event borrowed these buffers.
+            self.fields.dispatched = false;
+            self.fields.clear_event();
+        }
         loop {
             let Some(chunk) = self.chunks.front() else {
                 if self.finished {
@@ -343,11 +590,16 @@ impl Decoder {
                 }
                 return Ok(None);
             };
-            let pos = self.pos;
-            let buf = &chunk[pos..];
-            let Some(&first) = buf.first() else {
+            let Some(&first) = chunk.get(self.pos) else {
+                if let Data::InChunk { start, end } = self.fields.data {
+                    // Keep the pending data alive past its chunk (one reference count).
+                    let data = Utf8Bytes::from_validated(chunk.slice(start..end));
+                    self.fields.data = Data::One(data);
+                }
                 self.chunks.pop_front();
                 self.pos = 0;
+                self.chunk_checked = false;
+                self.chunk_valid_until = 0;
                 continue;
             };
             if self.pending_cr {
@@ -360,91 +612,126 @@ impl Decoder {
             }
             if !self.bom_done {
                 self.strip_bom();
-                continue;
-            }
-            if self.discarding {
+            } else if self.discarding {
                 self.skip_discarded();
-                continue;
-            }
-            // A blank line right after a line end is the most common line of all.
-            let found = if first == b'\n' {
-                Some(0)
-            } else {
-                memchr2(b'\n', b'\r', buf)
-            };
-            let max_line_len = self.limits.max_line_len();
-            match found {
-                Some(len) => {
-                    let end = pos + len;
-                    self.pos = end + 1;
-                    if chunk[end] == b'\r' {
-                        self.pending_cr = true;
-                    }
-                    let result = if self.line.is_empty() {
-                        if len > max_line_len {
-                            return self.fail(DecodeError::LineTooLong {
-                                limit: max_line_len,
-                            });
-                        }
-                        self.fields.line(chunk, pos, end)
-                    } else {
-                        if self.line.len() + len > max_line_len {
-                            self.line.clear();
-                            return self.fail(DecodeError::LineTooLong {
-                                limit: max_line_len,
-                            });
-                        }
-                        self.line.extend_from_slice(&buf[..len]);
-                        self.line_hint = self.line.len();
-                        let line = self.line.split().freeze();
-                        self.fields.line(&line, 0, line.len())
-                    };
-                    match result {
-                        Ok(None) => continue,
-                        Ok(Some(item)) => return Ok(Some(item)),
-                        Err(e) => return self.fail(e),
-                    }
+            } else if !self.line.is_empty() {
+                if let Some(step) = self.finish_carried_line()? {
+                    return Ok(Some(step));
                 }
-                None => {
-                    // The line continues in a later chunk: carry its start.
-                    let carried = self.line.len() + buf.len();
-                    if carried > max_line_len {
-                        self.line.clear();
-                        self.pos = chunk.len();
-                        self.discard_line_nonempty = true;
-                        return self.fail(DecodeError::LineTooLong {
-                            limit: max_line_len,
-                        });
-                    }
-                    if self.line.is_empty() {
-                        self.line
-                            .reserve(self.line_hint.max(buf.len()).min(max_line_len));
-                    }
-                    self.line.extend_from_slice(buf);
-                    self.pos = chunk.len();
-                }
+            } else if let Some(step) = self.scan_lines()? {
+                return Ok(Some(step));
             }
         }
     }
 
-    /// Like [`next_item`](Self::next_item), but skips comments and `retry` items.
-    ///
-    /// # Errors
-    ///
-    /// As [`next_item`](Self::next_item).
-    pub fn next_event(&mut self) -> Result<Option<Event>, DecodeError> {
-        loop {
-            match self.next_item()? {
-                Some(Item::Event(event)) => return Ok(Some(event)),
-                Some(Item::Comment(_) | Item::Retry(_)) => {}
-                None => return Ok(None),
+    /// The hot loop: processes the complete lines of the front chunk from `pos`, each
+    /// borrowed from the chunk (zero copy), until one yields a step or the chunk ends;
+    /// a final partial line is carried into `line`.
+    fn scan_lines(&mut self) -> Result<Option<Step>, DecodeError> {
+        let chunk = &self.chunks[0];
+        let bytes: &[u8] = chunk;
+        let max_line_len = self.limits.max_line_len();
+        let mut pos = self.pos;
+        while let Some(&first) = bytes.get(pos) {
+            // A blank line right after a line end is the most common line of all.
+            let len = if first == b'\n' || first == b'\r' {
+                0
+            } else if let Some(len) = self.line_ends.find(&bytes[pos..]) {
+                len
+            } else {
+                // The line continues in a later chunk: carry its start.
+                let rest = &bytes[pos..];
+                self.pos = bytes.len();
+                if rest.len() > max_line_len {
+                    self.discard_line_nonempty = true;
+                    return self.fail(DecodeError::LineTooLong {
+                        limit: max_line_len,
+                    });
+                }
+                self.line
+                    .reserve(self.line_hint.max(rest.len()).min(max_line_len));
+                carry(&mut self.line, &mut self.line_valid_upto, rest);
+                return Ok(None);
+            };
+            let (start, end) = (pos, pos + len);
+            pos = end + 1;
+            if bytes[end] == b'\r' {
+                // SSE-PARSE-3: CRLF is one line end; an LF in the next chunk is checked later.
+                match bytes.get(pos) {
+                    Some(b'\n') => pos += 1,
+                    Some(_) => {}
+                    None => self.pending_cr = true,
+                }
             }
+            if len > max_line_len {
+                self.pos = pos;
+                return self.fail(DecodeError::LineTooLong {
+                    limit: max_line_len,
+                });
+            }
+            if end > self.chunk_valid_until && !self.chunk_checked {
+                // SSE-PARSE-1: validate the rest of the chunk once, with SIMD; each line
+                // inside the valid prefix then needs no check of its own.
+                self.chunk_checked = true;
+                self.chunk_valid_until = start + valid_utf8_prefix(&bytes[start..]);
+            }
+            let valid = end <= self.chunk_valid_until;
+            match self.fields.line(chunk, start, end, valid, true) {
+                Ok(None) => {}
+                Ok(Some(step)) => {
+                    self.pos = pos;
+                    return Ok(Some(step));
+                }
+                Err(e) => {
+                    self.pos = pos;
+                    return self.fail(e);
+                }
+            }
+        }
+        self.pos = pos;
+        Ok(None)
+    }
+
+    /// Completes the line carried in `line` with the front chunk (or carries more of it).
+    fn finish_carried_line(&mut self) -> Result<Option<Step>, DecodeError> {
+        let chunk = &self.chunks[0];
+        let buf = &chunk[self.pos..];
+        let max_line_len = self.limits.max_line_len();
+        let Some(len) = self.line_ends.find(buf) else {
+            self.pos = chunk.len();
+            if self.line.len() + buf.len() > max_line_len {
+                self.discard_line_nonempty = true;
+                return self.fail(DecodeError::LineTooLong {
+                    limit: max_line_len,
+                });
+            }
+            carry(&mut self.line, &mut self.line_valid_upto, buf);
+            return Ok(None);
+        };
+        let end = self.pos + len;
+        self.pos = end + 1;
+        self.pending_cr = chunk[end] == b'\r';
+        if self.line.len() + len > max_line_len {
+            return self.fail(DecodeError::LineTooLong {
+                limit: max_line_len,
+            });
+        }
+        carry(&mut self.line, &mut self.line_valid_upto, &buf[..len]);
+        let valid = self.line_valid_upto == self.line.len();
+        self.line_valid_upto = 0;
+        self.line_hint = self.line.len();
+        let line = self.line.split().freeze();
+        match self.fields.line(&line, 0, line.len(), valid, false) {
+            Err(e) => self.fail(e),
+            result => result,
         }
     }
 
     /// Enters discard mode (the rest of the current event is skipped) and reports `e`.
-    fn fail(&mut self, e: DecodeError) -> Result<Option<Item>, DecodeError> {
+    fn fail<T>(&mut self, e: DecodeError) -> Result<Option<T>, DecodeError> {
         self.discarding = true;
+        self.line.clear();
+        self.line_valid_upto = 0;
         self.fields.clear_event();
         Err(e)
     }
@@ -454,7 +741,7 @@ impl Decoder {
     fn skip_discarded(&mut self) {
         let chunk = &self.chunks[0];
         let buf = &chunk[self.pos..];
-        match memchr2(b'\n', b'\r', buf) {
+        match self.line_ends.find(buf) {
             Some(len) => {
                 let end = self.pos + len;
                 self.pos = end + 1;
@@ -496,6 +783,7 @@ impl Decoder {
     /// SSE-PARSE-19: at end of stream the unterminated line and event are dropped.
     fn end_of_stream(&mut self) {
         self.line.clear();
+        self.line_valid_upto = 0;
         self.pending_cr = false;
         self.discarding = false;
         self.discard_line_nonempty = false;
@@ -507,22 +795,38 @@ impl Decoder {
 }
 
 impl Fields {
-    /// Processes one complete line `src[start..end]` (without its line end).
+    /// Processes one complete line `src[start..end]` (without its line end). `valid`: the
+    /// line is known to be valid UTF-8; `in_chunk`: `src` is the front chunk, so a value
+    /// may be kept as a range of it.
     #[inline]
-    fn line(&mut self, src: &Bytes, start: usize, end: usize) -> Result<Option<Item>, DecodeError> {
+    fn line(
+        &mut self,
+        src: &Bytes,
+        start: usize,
+        end: usize,
+        valid: bool,
+        in_chunk: bool,
+    ) -> Result<Option<Step>, DecodeError> {
         let line = &src[start..end];
         if line.is_empty() {
             return Ok(self.dispatch()); // SSE-PARSE-6
         }
         // Fast path: the `data` field, by far the most common line.
         if line.len() >= 5 && &line[..5] == b"data:" {
-            return self.data(src, value_start(src, start + 5, end), end);
+            let value = value_start(src, start + 5, end);
+            return self.data(src, value, end, valid, in_chunk);
         }
         let (name, value) = match memchr(b':', line) {
             // SSE-PARSE-7: a comment.
             Some(0) => {
-                let text = Utf8Bytes::from_bytes_lossy(src.slice(start + 1..end));
-                return Ok(Some(Item::Comment(text)));
+                if valid && in_chunk {
+                    return Ok(Some(Step::CommentInChunk {
+                        start: start + 1,
+                        end,
+                    }));
+                }
+                self.comment = decode_utf8(src.slice(start + 1..end), valid);
+                return Ok(Some(Step::Comment));
             }
             // SSE-PARSE-8: name before the first colon; one leading space dropped.
             Some(colon) => (&line[..colon], value_start(src, start + colon + 1, end)),
@@ -531,22 +835,22 @@ impl Fields {
         };
         // SSE-PARSE-10: names compare exactly.
         match name {
-            b"data" => self.data(src, value, end),
+            b"data" => self.data(src, value, end, valid, in_chunk),
             b"event" => {
-                self.event_type = self.short_value(src.slice(value..end))?;
+                self.event_type = self.short_value(src.slice(value..end), valid)?;
                 Ok(None)
             }
             b"id" => {
                 // SSE-PARSE-12: an id containing NUL is ignored entirely.
                 if memchr(0, &src[value..end]).is_none() {
-                    self.id_buf = self.short_value(src.slice(value..end))?;
+                    self.id_buf = self.short_value(src.slice(value..end), valid)?;
                     self.id_dirty = true;
                 }
                 Ok(None)
             }
             b"retry" => Ok(parse_retry(&src[value..end]).map(|retry| {
                 self.retry = Some(retry);
-                Item::Retry(retry)
+                Step::Retry(retry)
             })),
             _ => Ok(None),
         }
@@ -554,8 +858,8 @@ impl Fields {
 
     /// Decodes an `event` or `id` value. UTF-8 replacement can triple invalid bytes, so
     /// the line limit is checked again on the decoded value: these buffers outlive the line.
-    fn short_value(&self, raw: Bytes) -> Result<Utf8Bytes, DecodeError> {
-        let value = Utf8Bytes::from_bytes_lossy(raw);
+    fn short_value(&self, raw: Bytes, valid: bool) -> Result<Utf8Bytes, DecodeError> {
+        let value = decode_utf8(raw, valid);
         if value.len() > self.max_line_len {
             return Err(DecodeError::LineTooLong {
                 limit: self.max_line_len,
@@ -566,39 +870,69 @@ impl Fields {
 
     /// SSE-PARSE-11: appends a `data` value (and, conceptually, an LF).
     #[inline]
-    fn data(&mut self, src: &Bytes, start: usize, end: usize) -> Result<Option<Item>, DecodeError> {
+    fn data(
+        &mut self,
+        src: &Bytes,
+        start: usize,
+        end: usize,
+        valid: bool,
+        in_chunk: bool,
+    ) -> Result<Option<Step>, DecodeError> {
         match &self.data {
             Data::None => {
-                let value = Utf8Bytes::from_bytes_lossy(src.slice(start..end));
-                if value.len() > self.max_event_len {
-                    return Err(DecodeError::EventTooLarge {
-                        limit: self.max_event_len,
-                    });
+                if end - start > self.max_event_len {
+                    return Err(self.too_large());
                 }
-                self.data = Data::One(value);
+                self.data = if valid && in_chunk {
+                    Data::InChunk { start, end }
+                } else {
+                    let value = decode_utf8(src.slice(start..end), valid);
+                    if value.len() > self.max_event_len {
+                        return Err(self.too_large());
+                    }
+                    Data::One(value)
+                };
+            }
+            Data::InChunk {
+                start: first_start,
+                end: first_end,
+            } => {
+                // Same chunk: `InChunk` always refers to the front chunk, and only lines of
+                // the front chunk come with `in_chunk`.
+                debug_assert!(in_chunk);
+                let (first_start, first_end) = (*first_start, *first_end);
+                self.multi.clear();
+                self.multi.extend_from_slice(&src[first_start..first_end]);
+                self.data = Data::Many;
+                self.append(&src[start..end], valid)?;
             }
             Data::One(first) => {
                 let first = first.clone();
                 self.multi.clear();
                 self.multi.extend_from_slice(first.as_bytes());
                 self.data = Data::Many;
-                self.append(&src[start..end])?;
+                self.append(&src[start..end], valid)?;
             }
-            Data::Many => self.append(&src[start..end])?,
+            Data::Many => self.append(&src[start..end], valid)?,
         }
         Ok(None)
     }
 
-    /// Appends LF and `value` (decoded with replacement) to `multi`.
-    fn append(&mut self, value: &[u8]) -> Result<(), DecodeError> {
-        let value = match simdutf8::basic::from_utf8(value) {
-            Ok(_) => std::borrow::Cow::Borrowed(value),
-            Err(_) => std::borrow::Cow::Owned(String::from_utf8_lossy(value).into_owned().into()),
+    fn too_large(&self) -> DecodeError {
+        DecodeError::EventTooLarge {
+            limit: self.max_event_len,
+        }
+    }
+
+    /// Appends LF and `value` (decoded with replacement unless `valid`) to `multi`.
+    fn append(&mut self, value: &[u8], valid: bool) -> Result<(), DecodeError> {
+        let value = if valid || simdutf8::basic::from_utf8(value).is_ok() {
+            std::borrow::Cow::Borrowed(value)
+        } else {
+            std::borrow::Cow::Owned(String::from_utf8_lossy(value).into_owned().into_bytes())
         };
         if self.multi.len() + 1 + value.len() > self.max_event_len {
-            return Err(DecodeError::EventTooLarge {
-                limit: self.max_event_len,
-            });
+            return Err(self.too_large());
         }
         self.multi.reserve(1 + value.len());
         self.multi.extend_from_slice(b"\n");
@@ -606,33 +940,72 @@ impl Fields {
         Ok(())
     }
 
-    /// SSE-PARSE-14…18: the dispatch step at a blank line.
+    /// SSE-PARSE-14…17: the dispatch step at a blank line. The buffers are cleared
+    /// (SSE-PARSE-18) when the decoder is next called, since the event borrows them.
     #[inline]
-    fn dispatch(&mut self) -> Option<Item> {
+    fn dispatch(&mut self) -> Option<Step> {
         if self.id_dirty {
             self.last_event_id = self.id_buf.clone();
             self.id_dirty = false;
         }
-        let data = match std::mem::take(&mut self.data) {
+        match self.data {
             Data::None => {
-                self.event_type = Utf8Bytes::new();
+                if !self.event_type.is_empty() {
+                    self.event_type = Utf8Bytes::new();
+                }
                 return None;
             }
-            Data::One(data) => data,
-            Data::Many => Utf8Bytes::from_validated(self.multi.split().freeze()),
-        };
-        Some(Item::Event(Event {
-            data,
-            event_type: std::mem::take(&mut self.event_type),
-            id: self.last_event_id.clone(),
-        }))
+            Data::InChunk { .. } | Data::One(_) => {}
+            Data::Many => {
+                let data = Utf8Bytes::from_validated(self.multi.split().freeze());
+                self.data = Data::One(data);
+            }
+        }
+        self.dispatched = true;
+        Some(Step::Event)
     }
 
     /// Clears the data and event-type buffers (SSE-PARSE-18, and on discard).
     fn clear_event(&mut self) {
         self.data = Data::None;
         self.multi.clear();
-        self.event_type = Utf8Bytes::new();
+        if !self.event_type.is_empty() {
+            self.event_type = Utf8Bytes::new();
+        }
+    }
+}
+
+/// Appends a piece of a line to `line`, validating UTF-8 incrementally while the bytes
+/// are hot: a code point split between pieces is completed by the next piece.
+/// `line[..*valid_upto]` is known valid; `usize::MAX` marks a line with an invalid sequence.
+fn carry(line: &mut BytesMut, valid_upto: &mut usize, piece: &[u8]) {
+    line.extend_from_slice(piece);
+    if *valid_upto != usize::MAX {
+        *valid_upto = match simdutf8::compat::from_utf8(&line[*valid_upto..]) {
+            Ok(_) => line.len(),
+            // An incomplete sequence at the end may be completed by the next piece.
+            Err(e) if e.error_len().is_none() => *valid_upto + e.valid_up_to(),
+            // Invalid: the line is decoded with replacement when complete.
+            Err(_) => usize::MAX,
+        };
+    }
+}
+
+/// SSE-PARSE-1: `bytes` as text, decoded with replacement unless already known `valid`.
+#[inline]
+fn decode_utf8(bytes: Bytes, valid: bool) -> Utf8Bytes {
+    if valid {
+        Utf8Bytes::from_validated(bytes)
+    } else {
+        Utf8Bytes::from_bytes_lossy(bytes)
+    }
+}
+
+/// The length of the longest valid UTF-8 prefix of `bytes` (SIMD-accelerated).
+fn valid_utf8_prefix(bytes: &[u8]) -> usize {
+    match simdutf8::compat::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(e) => e.valid_up_to(),
     }
 }
 

@@ -10,6 +10,6 @@ mod decoder;
 mod encoder;
 mod limits;
 
-pub use decoder::{DecodeError, Decoder, Event, Item};
+pub use decoder::{DecodeError, Decoder, Event, EventRef, Item, ItemRef};
 pub use encoder::{Comment, EncodeError, Encoder, EventType, Frame, Id};
 pub use limits::Limits;
