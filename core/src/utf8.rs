@@ -44,7 +44,7 @@ impl Utf8Bytes {
     /// Decodes `bytes` as UTF-8 with replacement (the WHATWG "UTF-8 decode without BOM"):
     /// valid input is kept without copying; each maximal invalid subsequence becomes U+FFFD.
     pub fn from_bytes_lossy(bytes: Bytes) -> Self {
-        if bytes.is_ascii() || simdutf8::basic::from_utf8(&bytes).is_ok() {
+        if simdutf8::basic::from_utf8(&bytes).is_ok() {
             return Self(bytes);
         }
         match String::from_utf8_lossy(&bytes) {

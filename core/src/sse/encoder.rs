@@ -314,17 +314,57 @@ fn line_len(piece: &[u8]) -> usize {
 }
 
 /// SSE-ENC-2: one `data` line per piece of `data` split on CR, LF and CRLF.
+///
+/// The search for line ends runs one block ahead of the copy, so each block is read from
+/// memory once and copied while it is still in L1: the cost stays near a plain memcpy.
 #[inline]
 fn put_data(dst: &mut BytesMut, data: &[u8]) {
-    for_each_line(data, |piece| {
-        if piece.is_empty() {
-            dst.put_slice(b"data:\n");
-        } else {
-            dst.put_slice(b"data: ");
-            dst.put_slice(piece);
-            dst.put_u8(b'\n');
+    const BLOCK: usize = 4096;
+    let mut rest = data;
+    // Whether `data: ` has been written for the current piece.
+    let mut open = false;
+    loop {
+        let window = &rest[..rest.len().min(BLOCK)];
+        match memchr2(b'\n', b'\r', window) {
+            Some(i) => {
+                put_piece_part(dst, &rest[..i], &mut open);
+                close_piece(dst, &mut open);
+                let crlf = rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n');
+                rest = &rest[i + 1 + usize::from(crlf)..];
+            }
+            None if window.len() == rest.len() => {
+                put_piece_part(dst, rest, &mut open);
+                close_piece(dst, &mut open);
+                return;
+            }
+            None => {
+                put_piece_part(dst, window, &mut open);
+                rest = &rest[BLOCK..];
+            }
         }
-    });
+    }
+}
+
+#[inline]
+fn put_piece_part(dst: &mut BytesMut, part: &[u8], open: &mut bool) {
+    if !part.is_empty() {
+        if !*open {
+            dst.put_slice(b"data: ");
+            *open = true;
+        }
+        dst.put_slice(part);
+    }
+}
+
+/// Ends a data line; an empty piece is written as `data:` with no trailing space.
+#[inline]
+fn close_piece(dst: &mut BytesMut, open: &mut bool) {
+    if *open {
+        dst.put_u8(b'\n');
+        *open = false;
+    } else {
+        dst.put_slice(b"data:\n");
+    }
 }
 
 /// Calls `f` with each piece of `data` between line ends (CR, LF, CRLF); always at least
@@ -359,6 +399,25 @@ mod tests {
     fn sse_enc_2_data_split_on_every_line_end() {
         let buf = event(&Frame::new("a\r\nb\rc\nd\n"));
         assert_eq!(&buf[..], b"data: a\ndata: b\ndata: c\ndata: d\ndata:\n\n");
+    }
+
+    #[test]
+    fn sse_enc_2_long_data_split_across_search_blocks() {
+        // Line ends just before, at and after the 4096-byte search block boundary, and a
+        // CRLF split by it.
+        for at in [4094, 4095, 4096, 4097, 8191] {
+            let mut data = "x".repeat(10_000);
+            data.replace_range(at..at + 2, "\r\n");
+            let buf = event(&Frame::new(&data));
+            let expected = format!("data: {}\ndata: {}\n\n", &data[..at], &data[at + 2..]);
+            assert_eq!(std::str::from_utf8(&buf).unwrap(), expected, "CRLF at {at}");
+        }
+        let data = "y".repeat(9000) + "\n";
+        let buf = event(&Frame::new(&data));
+        assert_eq!(
+            &buf[..],
+            format!("data: {}\ndata:\n\n", &data[..9000]).as_bytes()
+        );
     }
 
     #[test]
