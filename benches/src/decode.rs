@@ -1,0 +1,202 @@
+//! Each decoder under test, driven over pre-split chunks to the end of the stream.
+//!
+//! The same functions run in the throughput benches and in the allocation counts, so
+//! both measure exactly the same work. Each returns [`Counts`], which the caller compares
+//! with the corpus's [`Expected`](crate::Expected) for that decoder.
+
+use std::convert::Infallible;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use bytes::Bytes;
+use eventsource_stream::Eventsource;
+use futures_core::Stream;
+use mcpwire::sse::{Decoder, Item, ItemRef, Limits};
+use sse_stream::SseByteStream;
+
+use crate::Counts;
+
+/// Decodes `chunks` with `mcpwire`'s [`Decoder`]: pushes each chunk (a reference-count
+/// clone, no copy) and drains [`next_item`](Decoder::next_item) after each.
+///
+/// # Panics
+///
+/// On a [`DecodeError`](mcpwire::sse::DecodeError): the corpora are within the default
+/// limits.
+pub fn mcpwire(chunks: &[Bytes]) -> Counts {
+    let mut decoder = Decoder::new(Limits::default());
+    let mut counts = Counts::default();
+    for chunk in chunks {
+        decoder.push(chunk.clone());
+        drain(&mut decoder, &mut counts);
+    }
+    decoder.finish();
+    drain(&mut decoder, &mut counts);
+    counts
+}
+
+/// Like [`mcpwire`], but drains with [`next_item_ref`](Decoder::next_item_ref): items are
+/// borrowed from the decoder, so no reference count is touched per event. This is the
+/// path of a consumer that parses each event's JSON in place.
+///
+/// # Panics
+///
+/// As [`mcpwire`].
+pub fn mcpwire_ref(chunks: &[Bytes]) -> Counts {
+    let mut decoder = Decoder::new(Limits::default());
+    let mut counts = Counts::default();
+    for chunk in chunks {
+        decoder.push(chunk.clone());
+        drain_ref(&mut decoder, &mut counts);
+    }
+    decoder.finish();
+    drain_ref(&mut decoder, &mut counts);
+    counts
+}
+
+fn drain_ref(decoder: &mut Decoder, counts: &mut Counts) {
+    while let Some(item) = decoder
+        .next_item_ref()
+        .expect("the corpora are within the default limits")
+    {
+        match item {
+            ItemRef::Event(event) => {
+                counts.events += 1;
+                counts.data_bytes += event.data().len();
+            }
+            ItemRef::Comment(_) => counts.comments += 1,
+            ItemRef::Retry(_) => counts.retries += 1,
+        }
+    }
+}
+
+fn drain(decoder: &mut Decoder, counts: &mut Counts) {
+    while let Some(item) = decoder
+        .next_item()
+        .expect("the corpora are within the default limits")
+    {
+        match item {
+            Item::Event(event) => {
+                counts.events += 1;
+                counts.data_bytes += event.data().len();
+            }
+            Item::Comment(_) => counts.comments += 1,
+            Item::Retry(_) => counts.retries += 1,
+        }
+    }
+}
+
+/// The chunks as the byte stream an HTTP client hands a decoder: a
+/// `futures_util::stream::iter` of `Ok::<Bytes, Infallible>` (each a reference-count
+/// clone).
+pub fn byte_stream(chunks: &[Bytes]) -> impl Stream<Item = Result<Bytes, Infallible>> + '_ {
+    futures_util::stream::iter(chunks.iter().cloned().map(Ok::<Bytes, Infallible>))
+}
+
+/// Decodes `chunks` with the `sse-stream` 0.3 crate's `SseByteStream` (the type its docs
+/// recommend for byte streams).
+///
+/// # Panics
+///
+/// On a decoding error (the corpora are valid UTF-8).
+pub fn sse_stream(chunks: &[Bytes]) -> Counts {
+    let mut counts = Counts::default();
+    for_each_ready(SseByteStream::new(byte_stream(chunks)), |sse| {
+        let sse = sse.expect("sse-stream rejected the corpus");
+        match &sse.data {
+            Some(data) => {
+                counts.events += 1;
+                counts.data_bytes += data.len();
+            }
+            None => counts.metadata_blocks += 1,
+        }
+        if sse.retry.is_some() {
+            counts.retries += 1;
+        }
+    });
+    counts
+}
+
+/// Decodes `chunks` with the `eventsource-stream` 0.2 crate, through its `Eventsource`
+/// extension trait.
+///
+/// # Panics
+///
+/// On a decoding error (the corpora are valid).
+pub fn eventsource_stream(chunks: &[Bytes]) -> Counts {
+    let mut counts = Counts::default();
+    for_each_ready(byte_stream(chunks).eventsource(), |event| {
+        let event = event.expect("eventsource-stream rejected the corpus");
+        counts.events += 1;
+        counts.data_bytes += event.data.len();
+    });
+    counts
+}
+
+/// The `memchr2` floor: counts CR and LF bytes in every chunk with
+/// `memchr::memchr2_iter`, the least work any decoder must do.
+pub fn memchr2_line_ends(chunks: &[Bytes]) -> usize {
+    chunks
+        .iter()
+        .map(|chunk| memchr::memchr2_iter(b'\n', b'\r', chunk).count())
+        .sum()
+}
+
+/// Polls `stream` to its end with a no-op waker, calling `f` with each item.
+///
+/// The benches' streams are in memory and never pending, so this is all an executor
+/// would do, without its overhead.
+///
+/// # Panics
+///
+/// If the stream returns `Poll::Pending`.
+pub fn for_each_ready<S: Stream>(stream: S, mut f: impl FnMut(S::Item)) {
+    let mut stream = pin!(stream);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        match stream.as_mut().poll_next(&mut cx) {
+            Poll::Ready(Some(item)) => f(item),
+            Poll::Ready(None) => return,
+            Poll::Pending => panic!("an in-memory stream was pending"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CHUNK_SIZES, Corpus};
+
+    // The benches assert the same; these make `cargo test` catch a mismatch early.
+    #[test]
+    fn every_decoder_matches_its_expected_counts() {
+        for corpus in Corpus::all() {
+            let expected = corpus.expected();
+            for size in CHUNK_SIZES {
+                let chunks = corpus.chunks(size);
+                let what = format!("{} / {size}", corpus.name());
+                assert_eq!(mcpwire(&chunks), expected.mcpwire(), "mcpwire {what}");
+                assert_eq!(
+                    mcpwire_ref(&chunks),
+                    expected.mcpwire(),
+                    "mcpwire-ref {what}"
+                );
+                assert_eq!(
+                    sse_stream(&chunks),
+                    expected.sse_stream(),
+                    "sse-stream {what}"
+                );
+                assert_eq!(
+                    eventsource_stream(&chunks),
+                    expected.eventsource_stream(),
+                    "eventsource-stream {what}"
+                );
+                assert_eq!(
+                    memchr2_line_ends(&chunks),
+                    expected.line_end_bytes,
+                    "{what}"
+                );
+            }
+        }
+    }
+}
