@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use memchr::{memchr, memchr2};
+use memchr::{memchr, memchr2, memrchr2};
 
 use crate::{Utf8Bytes, Utf8Ref};
 
@@ -287,7 +287,8 @@ pub struct Decoder {
     /// sequence was seen in it.
     line_valid_upto: usize,
     /// `chunks[0][..chunk_valid_until]` is known to be valid UTF-8 from the first complete
-    /// line on (a chunk may start inside a code point of a carried line).
+    /// line on (a chunk may start inside a code point of a carried line) to its last line
+    /// end.
     chunk_valid_until: usize,
     /// The front chunk has been validated once; lines past `chunk_valid_until` are then
     /// validated one by one, so no byte is validated more than twice.
@@ -670,10 +671,12 @@ impl Decoder {
                 });
             }
             if end > self.chunk_valid_until && !self.chunk_checked {
-                // SSE-PARSE-1: validate the rest of the chunk once, with SIMD; each line
-                // inside the valid prefix then needs no check of its own.
+                // SSE-PARSE-1: validate the chunk's complete lines once, with SIMD; each
+                // line inside the valid prefix then needs no check of its own. The partial
+                // line at the chunk's end is left to `carry`, which validates it anyway.
                 self.chunk_checked = true;
-                self.chunk_valid_until = start + valid_utf8_prefix(&bytes[start..]);
+                let last_end = end + memrchr2(b'\n', b'\r', &bytes[end..]).unwrap_or(0);
+                self.chunk_valid_until = start + valid_utf8_prefix(&bytes[start..last_end]);
             }
             let valid = end <= self.chunk_valid_until;
             match self.fields.line(chunk, start, end, valid, true) {
