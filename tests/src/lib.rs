@@ -1,1 +1,11 @@
 //! Reference implementations and shared helpers for mcpwire's tests.
+//!
+//! - [`reference::sse`]: a spec-literal WHATWG `text/event-stream` decoder and a driver
+//!   that runs mcpwire's decoder into the same owned form, for differential tests, property
+//!   tests and fuzz targets. Depends only on `mcpwire` and `bytes`, so a cargo-fuzz crate
+//!   can use it too.
+
+/// Spec-literal oracles: naive transcriptions of the specifications the core implements.
+pub mod reference {
+    pub mod sse;
+}

@@ -649,9 +649,13 @@ impl Decoder {
                         limit: max_line_len,
                     });
                 }
-                self.line
-                    .reserve(self.line_hint.max(rest.len()).min(max_line_len));
-                carry(&mut self.line, &mut self.line_valid_upto, rest);
+                carry(
+                    &mut self.line,
+                    &mut self.line_valid_upto,
+                    rest,
+                    self.line_hint,
+                    max_line_len,
+                );
                 return Ok(None);
             };
             let (start, end) = (pos, pos + len);
@@ -708,7 +712,13 @@ impl Decoder {
                     limit: max_line_len,
                 });
             }
-            carry(&mut self.line, &mut self.line_valid_upto, buf);
+            carry(
+                &mut self.line,
+                &mut self.line_valid_upto,
+                buf,
+                0,
+                max_line_len,
+            );
             return Ok(None);
         };
         let end = self.pos + len;
@@ -719,7 +729,13 @@ impl Decoder {
                 limit: max_line_len,
             });
         }
-        carry(&mut self.line, &mut self.line_valid_upto, &buf[..len]);
+        carry(
+            &mut self.line,
+            &mut self.line_valid_upto,
+            &buf[..len],
+            0,
+            max_line_len,
+        );
         let valid = self.line_valid_upto == self.line.len();
         self.line_valid_upto = 0;
         self.line_hint = self.line.len();
@@ -905,14 +921,19 @@ impl Fields {
                 debug_assert!(in_chunk);
                 let (first_start, first_end) = (*first_start, *first_end);
                 self.multi.clear();
-                self.multi.extend_from_slice(&src[first_start..first_end]);
+                extend_within(
+                    &mut self.multi,
+                    &src[first_start..first_end],
+                    0,
+                    self.max_event_len,
+                );
                 self.data = Data::Many;
                 self.append(&src[start..end], valid)?;
             }
             Data::One(first) => {
                 let first = first.clone();
                 self.multi.clear();
-                self.multi.extend_from_slice(first.as_bytes());
+                extend_within(&mut self.multi, first.as_bytes(), 0, self.max_event_len);
                 self.data = Data::Many;
                 self.append(&src[start..end], valid)?;
             }
@@ -937,9 +958,8 @@ impl Fields {
         if self.multi.len() + 1 + value.len() > self.max_event_len {
             return Err(self.too_large());
         }
-        self.multi.reserve(1 + value.len());
-        self.multi.extend_from_slice(b"\n");
-        self.multi.extend_from_slice(&value);
+        extend_within(&mut self.multi, b"\n", 1 + value.len(), self.max_event_len);
+        extend_within(&mut self.multi, &value, 0, self.max_event_len);
         Ok(())
     }
 
@@ -981,8 +1001,8 @@ impl Fields {
 /// Appends a piece of a line to `line`, validating UTF-8 incrementally while the bytes
 /// are hot: a code point split between pieces is completed by the next piece.
 /// `line[..*valid_upto]` is known valid; `usize::MAX` marks a line with an invalid sequence.
-fn carry(line: &mut BytesMut, valid_upto: &mut usize, piece: &[u8]) {
-    line.extend_from_slice(piece);
+fn carry(line: &mut BytesMut, valid_upto: &mut usize, piece: &[u8], hint: usize, limit: usize) {
+    extend_within(line, piece, hint, limit);
     if *valid_upto != usize::MAX {
         *valid_upto = match simdutf8::compat::from_utf8(&line[*valid_upto..]) {
             Ok(_) => line.len(),
@@ -992,6 +1012,30 @@ fn carry(line: &mut BytesMut, valid_upto: &mut usize, piece: &[u8]) {
             Err(_) => usize::MAX,
         };
     }
+}
+
+/// Appends `bytes` to `buf` without letting its capacity pass `limit` (SSE-PARSE-22).
+///
+/// `BytesMut` grows by doubling, which could leave a buffer holding up to twice its limit.
+/// Here the old allocation is reused when possible; otherwise the buffer grows to
+/// `max(needed, 2 × capacity, hint)`, clamped to `limit` (callers have checked that the
+/// needed length is within it).
+fn extend_within(buf: &mut BytesMut, bytes: &[u8], hint: usize, limit: usize) {
+    let needed = buf.len() + bytes.len();
+    if needed > buf.capacity() && !buf.try_reclaim(bytes.len()) {
+        let cap = needed
+            .max(buf.capacity().saturating_mul(2))
+            .max(hint)
+            .min(limit)
+            .max(needed);
+        // Through `Vec`, whose exact reservation reallocates in place where it can, so
+        // the old and new buffers are not both alive (both conversions are zero-copy for
+        // an unshared buffer).
+        let mut vec = Vec::from(std::mem::take(buf));
+        vec.reserve_exact(cap - vec.len());
+        *buf = BytesMut::from(Bytes::from(vec));
+    }
+    buf.extend_from_slice(bytes);
 }
 
 /// SSE-PARSE-1: `bytes` as text, decoded with replacement unless already known `valid`.
