@@ -84,15 +84,17 @@ impl Utf8Bytes {
     }
 }
 
-/// UTF-8 text borrowed from inside a [`Bytes`]: the decoder's zero-refcount view.
+/// UTF-8 text borrowed from the decoder: its zero-refcount view.
 ///
-/// Reading it costs nothing; [`to_bytes`](Self::to_bytes) turns it into an owned
-/// [`Utf8Bytes`] without copying (one reference-count increment).
+/// Reading it costs nothing. [`to_bytes`](Self::to_bytes) turns it into an owned
+/// [`Utf8Bytes`]: without copying (one reference-count increment) when the text lies in a
+/// `Bytes`, by copying when it lies in a scratch buffer (the joined lines of a multi-line
+/// event).
 #[derive(Clone, Copy)]
 pub struct Utf8Ref<'a> {
-    // INVARIANT: `text` lies inside `owner`.
+    // INVARIANT: `text` lies inside `owner`, if there is one.
     text: &'a str,
-    owner: &'a Bytes,
+    owner: Option<&'a Bytes>,
 }
 
 impl<'a> Utf8Ref<'a> {
@@ -101,7 +103,7 @@ impl<'a> Utf8Ref<'a> {
     pub fn new(s: &'a Utf8Bytes) -> Self {
         Self {
             text: s.as_str(),
-            owner: &s.0,
+            owner: Some(&s.0),
         }
     }
 
@@ -113,12 +115,26 @@ impl<'a> Utf8Ref<'a> {
     #[allow(unsafe_code)]
     #[inline]
     pub(crate) unsafe fn from_validated(owner: &'a Bytes, range: Range<usize>) -> Self {
-        let bytes = &owner[range];
-        debug_assert!(std::str::from_utf8(bytes).is_ok());
         Self {
             // SAFETY: the caller guarantees the bytes are valid UTF-8.
-            text: unsafe { std::str::from_utf8_unchecked(bytes) },
-            owner,
+            text: unsafe { str_from_validated(&owner[range]) },
+            owner: Some(owner),
+        }
+    }
+
+    /// Borrows `bytes`, already known to be valid UTF-8, from a buffer that is not a
+    /// `Bytes` ([`to_bytes`](Self::to_bytes) copies).
+    ///
+    /// # Safety
+    ///
+    /// `bytes` must be valid UTF-8.
+    #[allow(unsafe_code)]
+    #[inline]
+    pub(crate) unsafe fn from_validated_unowned(bytes: &'a [u8]) -> Self {
+        Self {
+            // SAFETY: the caller guarantees the bytes are valid UTF-8.
+            text: unsafe { str_from_validated(bytes) },
+            owner: None,
         }
     }
 
@@ -131,11 +147,23 @@ impl<'a> Utf8Ref<'a> {
     /// An owned handle on the same bytes (no copy).
     #[inline]
     pub fn to_bytes(&self) -> Utf8Bytes {
-        if self.text.is_empty() {
-            return Utf8Bytes::new();
+        match self.owner {
+            _ if self.text.is_empty() => Utf8Bytes::new(),
+            Some(owner) => Utf8Bytes(owner.slice_ref(self.text.as_bytes())),
+            None => Utf8Bytes(Bytes::copy_from_slice(self.text.as_bytes())),
         }
-        Utf8Bytes(self.owner.slice_ref(self.text.as_bytes()))
     }
+}
+
+/// # Safety
+///
+/// `bytes` must be valid UTF-8.
+#[allow(unsafe_code)]
+#[inline]
+unsafe fn str_from_validated(bytes: &[u8]) -> &str {
+    debug_assert!(std::str::from_utf8(bytes).is_ok());
+    // SAFETY: the caller guarantees the bytes are valid UTF-8.
+    unsafe { std::str::from_utf8_unchecked(bytes) }
 }
 
 impl Deref for Utf8Ref<'_> {

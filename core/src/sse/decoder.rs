@@ -344,15 +344,16 @@ enum Data {
     /// INVARIANT: it always refers to the current front chunk (converted to `One` before
     /// that chunk is popped).
     InChunk { start: usize, end: usize },
-    /// Exactly one `data` field (or, after dispatch, the joined data of several).
+    /// Exactly one `data` field, kept as a slice of its chunk or its carried line.
     One(Utf8Bytes),
-    /// Several `data` fields, joined with LF in `Fields::multi`.
+    /// The data is in `Fields::multi`: several `data` fields joined with LF, or one that
+    /// was carried across chunks (copied there instead of sharing the carried line).
     Many,
 }
 
 /// What processing a line produced, to be turned into an [`ItemRef`] by the decoder.
 enum Step {
-    /// An event was dispatched: `Fields::data` (`InChunk` or `One`) and `event_type` hold it.
+    /// An event was dispatched: `Fields::data` (not `None`) and `event_type` hold it.
     Event,
     /// A comment at `chunks[0][start..end]`, valid UTF-8.
     CommentInChunk { start: usize, end: usize },
@@ -531,7 +532,8 @@ impl Decoder {
                 Utf8Bytes::from_validated(self.chunks[0].slice(start..end))
             }
             Data::One(data) => data,
-            Data::None | Data::Many => unreachable!("dispatch leaves InChunk or One"),
+            Data::Many => Utf8Bytes::from_validated(f.multi.split().freeze()),
+            Data::None => unreachable!("dispatch leaves data"),
         };
         Event {
             data,
@@ -558,7 +560,11 @@ impl Decoder {
                         Utf8Ref::from_validated(&self.chunks[0], *start..*end)
                     },
                     Data::One(data) => Utf8Ref::new(data),
-                    Data::None | Data::Many => unreachable!("dispatch leaves InChunk or One"),
+                    // SAFETY: only validated (or replacement-decoded) values are appended
+                    // to `multi`, joined by ASCII LFs.
+                    #[allow(unsafe_code)]
+                    Data::Many => unsafe { Utf8Ref::from_validated_unowned(&f.multi) },
+                    Data::None => unreachable!("dispatch leaves data"),
                 };
                 ItemRef::Event(EventRef {
                     data,
@@ -655,6 +661,7 @@ impl Decoder {
                     rest,
                     self.line_hint,
                     max_line_len,
+                    false,
                 );
                 return Ok(None);
             };
@@ -667,6 +674,14 @@ impl Decoder {
                     Some(_) => {}
                     None => self.pending_cr = true,
                 }
+            }
+            if len == 0 {
+                // SSE-PARSE-6: a blank line dispatches.
+                if let Some(step) = self.fields.dispatch() {
+                    self.pos = pos;
+                    return Ok(Some(step));
+                }
+                continue;
             }
             if len > max_line_len {
                 self.pos = pos;
@@ -683,6 +698,18 @@ impl Decoder {
                 self.chunk_valid_until = start + valid_utf8_prefix(&bytes[start..last_end]);
             }
             let valid = end <= self.chunk_valid_until;
+            if valid
+                && matches!(self.fields.data, Data::None)
+                && bytes[start..end].starts_with(b"data:")
+            {
+                // The hot path of `Fields::line`: an event's first `data` line is kept as a
+                // range of the chunk (SSE-PARSE-8, SSE-PARSE-11).
+                let value = value_start(bytes, start + 5, end);
+                if end - value <= self.fields.max_event_len {
+                    self.fields.data = Data::InChunk { start: value, end };
+                    continue;
+                }
+            }
             match self.fields.line(chunk, start, end, valid, true) {
                 Ok(None) => {}
                 Ok(Some(step)) => {
@@ -718,6 +745,7 @@ impl Decoder {
                 buf,
                 0,
                 max_line_len,
+                false,
             );
             return Ok(None);
         };
@@ -735,10 +763,22 @@ impl Decoder {
             &buf[..len],
             0,
             max_line_len,
+            true,
         );
         let valid = self.line_valid_upto == self.line.len();
         self.line_valid_upto = 0;
         self.line_hint = self.line.len();
+        if self.line.len() >= 5 && &self.line[..5] == b"data:" {
+            // The common case: a data line split by a chunk boundary. Its value is copied
+            // into the data buffer, so the line buffer is reused as it is.
+            let value = value_start(&self.line, 5, self.line.len());
+            let result = self.fields.carried_data(&self.line[value..], valid);
+            self.line.clear();
+            return match result {
+                Ok(()) => Ok(None),
+                Err(e) => self.fail(e),
+            };
+        }
         let line = self.line.split().freeze();
         match self.fields.line(&line, 0, line.len(), valid, false) {
             Err(e) => self.fail(e),
@@ -942,6 +982,33 @@ impl Fields {
         Ok(None)
     }
 
+    /// SSE-PARSE-11 for a `data` value of a line that was carried across chunks.
+    fn carried_data(&mut self, value: &[u8], valid: bool) -> Result<(), DecodeError> {
+        match &self.data {
+            Data::None => {
+                let value = decode_utf8_slice(value, valid);
+                if value.len() > self.max_event_len {
+                    return Err(self.too_large());
+                }
+                self.multi.clear();
+                extend_within(&mut self.multi, &value, 0, self.max_event_len);
+                self.data = Data::Many;
+                Ok(())
+            }
+            Data::One(first) => {
+                let first = first.clone();
+                self.multi.clear();
+                extend_within(&mut self.multi, first.as_bytes(), 0, self.max_event_len);
+                self.data = Data::Many;
+                self.append(value, valid)
+            }
+            Data::Many => self.append(value, valid),
+            Data::InChunk { .. } => {
+                unreachable!("InChunk data is made One before its chunk is popped")
+            }
+        }
+    }
+
     fn too_large(&self) -> DecodeError {
         DecodeError::EventTooLarge {
             limit: self.max_event_len,
@@ -950,11 +1017,7 @@ impl Fields {
 
     /// Appends LF and `value` (decoded with replacement unless `valid`) to `multi`.
     fn append(&mut self, value: &[u8], valid: bool) -> Result<(), DecodeError> {
-        let value = if valid || simdutf8::basic::from_utf8(value).is_ok() {
-            std::borrow::Cow::Borrowed(value)
-        } else {
-            std::borrow::Cow::Owned(String::from_utf8_lossy(value).into_owned().into_bytes())
-        };
+        let value = decode_utf8_slice(value, valid);
         if self.multi.len() + 1 + value.len() > self.max_event_len {
             return Err(self.too_large());
         }
@@ -978,11 +1041,7 @@ impl Fields {
                 }
                 return None;
             }
-            Data::InChunk { .. } | Data::One(_) => {}
-            Data::Many => {
-                let data = Utf8Bytes::from_validated(self.multi.split().freeze());
-                self.data = Data::One(data);
-            }
+            Data::InChunk { .. } | Data::One(_) | Data::Many => {}
         }
         self.dispatched = true;
         Some(Step::Event)
@@ -1001,9 +1060,18 @@ impl Fields {
 /// Appends a piece of a line to `line`, validating UTF-8 incrementally while the bytes
 /// are hot: a code point split between pieces is completed by the next piece.
 /// `line[..*valid_upto]` is known valid; `usize::MAX` marks a line with an invalid sequence.
-fn carry(line: &mut BytesMut, valid_upto: &mut usize, piece: &[u8], hint: usize, limit: usize) {
+fn carry(
+    line: &mut BytesMut,
+    valid_upto: &mut usize,
+    piece: &[u8],
+    hint: usize,
+    limit: usize,
+    complete: bool,
+) {
+    /// Shorter lines are validated once, when complete: one call instead of two.
+    const INCREMENTAL_FROM: usize = 4096;
     extend_within(line, piece, hint, limit);
-    if *valid_upto != usize::MAX {
+    if *valid_upto != usize::MAX && (complete || line.len() >= INCREMENTAL_FROM) {
         *valid_upto = match simdutf8::compat::from_utf8(&line[*valid_upto..]) {
             Ok(_) => line.len(),
             // An incomplete sequence at the end may be completed by the next piece.
@@ -1045,6 +1113,15 @@ fn decode_utf8(bytes: Bytes, valid: bool) -> Utf8Bytes {
         Utf8Bytes::from_validated(bytes)
     } else {
         Utf8Bytes::from_bytes_lossy(bytes)
+    }
+}
+
+/// SSE-PARSE-1 for a value that will be copied: borrowed unless it needs replacement.
+fn decode_utf8_slice(value: &[u8], valid: bool) -> std::borrow::Cow<'_, [u8]> {
+    if valid || simdutf8::basic::from_utf8(value).is_ok() {
+        std::borrow::Cow::Borrowed(value)
+    } else {
+        std::borrow::Cow::Owned(String::from_utf8_lossy(value).into_owned().into_bytes())
     }
 }
 
