@@ -549,8 +549,8 @@ fn sse_parse_19_finish_drops_pending_id_and_data() {
     dec.finish();
     assert_eq!(dec.next_item(), Ok(None));
     assert_eq!(dec.last_event_id(), "1");
-    // Only the id buffer ("1", reset to the last event ID string) is left.
-    assert_eq!(dec.buffered_len(), 1);
+    // The pending line, data and id buffer are all gone.
+    assert_eq!(dec.buffered_len(), 0);
 }
 
 #[test]

@@ -140,7 +140,7 @@ pub enum Item {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventRef<'a> {
     data: Utf8Ref<'a>,
-    event_type: &'a Utf8Bytes,
+    event_type: Utf8Ref<'a>,
     id: &'a Utf8Bytes,
 }
 
@@ -160,7 +160,10 @@ impl<'a> EventRef<'a> {
     /// The event type: the last `event` field of the event, or `message` (SSE-PARSE-17).
     #[inline]
     pub fn event_type(&self) -> &'a str {
-        event_type_or_message(self.event_type)
+        match self.event_type.as_str() {
+            "" => "message",
+            event_type => event_type,
+        }
     }
 
     /// The last event ID string at dispatch time; empty if no id is in force (SSE-PARSE-14).
@@ -173,7 +176,7 @@ impl<'a> EventRef<'a> {
     pub fn to_event(&self) -> Event {
         Event {
             data: self.data.to_bytes(),
-            event_type: self.event_type.clone(),
+            event_type: self.event_type.to_bytes(),
             id: self.id.clone(),
         }
     }
@@ -318,15 +321,16 @@ struct Fields {
     data: Data,
     /// Joined data while `data` is `Data::Many`; reused across events.
     multi: BytesMut,
-    event_type: Utf8Bytes,
+    event_type: FieldValue,
     /// The last event was handed out borrowing `data` and `event_type`: they are cleared
     /// (SSE-PARSE-18) at the start of the next call rather than at dispatch.
     dispatched: bool,
     /// A comment's text when it cannot be borrowed from the front chunk.
     comment: Utf8Bytes,
-    /// The last-event-id *buffer* (set by `id` fields).
-    id_buf: Utf8Bytes,
-    /// `id_buf` changed since it was last copied into `last_event_id`.
+    /// The last-event-id *buffer* (set by `id` fields) while it differs from
+    /// `last_event_id`, that is, while `id_dirty`; otherwise empty.
+    id_buf: FieldValue,
+    /// An `id` field was seen since the last dispatch.
     id_dirty: bool,
     /// The last event ID *string* (set from `id_buf` at every blank line, SSE-PARSE-14).
     last_event_id: Utf8Bytes,
@@ -350,6 +354,67 @@ enum Data {
     /// was carried across chunks (copied there instead of sharing the carried line).
     Many,
 }
+
+/// The value of an `event` or `id` field of the current event.
+#[derive(Debug, Default)]
+enum FieldValue {
+    /// The empty string.
+    #[default]
+    Empty,
+    /// At `chunks[0][start..end]`, valid UTF-8: no reference count until the chunk is
+    /// dropped. INVARIANT: as for `Data::InChunk`.
+    InChunk { start: usize, end: usize },
+    /// Kept past its chunk, or decoded with replacement.
+    Owned(Utf8Bytes),
+}
+
+impl FieldValue {
+    fn len(&self) -> usize {
+        match self {
+            Self::Empty => 0,
+            Self::InChunk { start, end } => end - start,
+            Self::Owned(value) => value.len(),
+        }
+    }
+
+    /// Keeps an `InChunk` value alive past `chunk`, which is about to be dropped.
+    fn detach(&mut self, chunk: &Bytes) {
+        if let Self::InChunk { start, end } = *self {
+            *self = Self::Owned(Utf8Bytes::from_validated(chunk.slice(start..end)));
+        }
+    }
+
+    /// The value, borrowed; `chunk` is the front chunk.
+    fn view<'a>(&'a self, chunk: Option<&'a Bytes>) -> Utf8Ref<'a> {
+        match self {
+            Self::Empty => Utf8Ref::new(&EMPTY),
+            Self::InChunk { start, end } => {
+                let chunk = chunk.expect("an InChunk value refers to the front chunk");
+                // SAFETY: `InChunk` values are validated before they are stored, and refer
+                // to the front chunk (their INVARIANT).
+                #[allow(unsafe_code)]
+                unsafe {
+                    Utf8Ref::from_validated(chunk, *start..*end)
+                }
+            }
+            Self::Owned(value) => Utf8Ref::new(value),
+        }
+    }
+
+    /// The value, owned, leaving `Empty`.
+    fn take(&mut self, chunk: Option<&Bytes>) -> Utf8Bytes {
+        match std::mem::take(self) {
+            Self::Empty => Utf8Bytes::new(),
+            Self::InChunk { start, end } => {
+                let chunk = chunk.expect("an InChunk value refers to the front chunk");
+                Utf8Bytes::from_validated(chunk.slice(start..end))
+            }
+            Self::Owned(value) => value,
+        }
+    }
+}
+
+static EMPTY: Utf8Bytes = Utf8Bytes::new();
 
 /// What processing a line produced, to be turned into an [`ItemRef`] by the decoder.
 enum Step {
@@ -537,7 +602,7 @@ impl Decoder {
         };
         Event {
             data,
-            event_type: std::mem::take(&mut f.event_type),
+            event_type: f.event_type.take(self.chunks.front()),
             // Skips the reference count when no id is in force.
             id: if f.last_event_id.is_empty() {
                 Utf8Bytes::new()
@@ -568,7 +633,7 @@ impl Decoder {
                 };
                 ItemRef::Event(EventRef {
                     data,
-                    event_type: &f.event_type,
+                    event_type: f.event_type.view(self.chunks.front()),
                     id: &f.last_event_id,
                 })
             }
@@ -603,6 +668,8 @@ impl Decoder {
                     let data = Utf8Bytes::from_validated(chunk.slice(start..end));
                     self.fields.data = Data::One(data);
                 }
+                self.fields.event_type.detach(chunk);
+                self.fields.id_buf.detach(chunk);
                 self.chunks.pop_front();
                 self.pos = 0;
                 self.chunk_checked = false;
@@ -677,7 +744,7 @@ impl Decoder {
             }
             if len == 0 {
                 // SSE-PARSE-6: a blank line dispatches.
-                if let Some(step) = self.fields.dispatch() {
+                if let Some(step) = self.fields.dispatch(chunk) {
                     self.pos = pos;
                     return Ok(Some(step));
                 }
@@ -809,7 +876,7 @@ impl Decoder {
                 self.discard_line_nonempty = false;
                 if blank {
                     self.discarding = false;
-                    let dispatched = self.fields.dispatch();
+                    let dispatched = self.fields.dispatch(chunk);
                     debug_assert!(dispatched.is_none(), "data was cleared on failure");
                 }
             }
@@ -848,13 +915,13 @@ impl Decoder {
         self.discard_line_nonempty = false;
         self.fields.clear_event();
         // The id buffer is not copied to the last event ID string: no dispatch ran.
-        self.fields.id_buf = self.fields.last_event_id.clone();
+        self.fields.id_buf = FieldValue::Empty;
         self.fields.id_dirty = false;
     }
 }
 
 impl Fields {
-    /// Processes one complete line `src[start..end]` (without its line end). `valid`: the
+    /// Processes one complete, non-blank line `src[start..end]` (without its line end). `valid`: the
     /// line is known to be valid UTF-8; `in_chunk`: `src` is the front chunk, so a value
     /// may be kept as a range of it.
     #[inline]
@@ -867,9 +934,9 @@ impl Fields {
         in_chunk: bool,
     ) -> Result<Option<Step>, DecodeError> {
         let line = &src[start..end];
-        if line.is_empty() {
-            return Ok(self.dispatch()); // SSE-PARSE-6
-        }
+        // Blank lines (SSE-PARSE-6) are dispatched by the callers, which hold the front
+        // chunk; a carried line is never blank.
+        debug_assert!(!line.is_empty());
         // Fast path: the `data` field, by far the most common line.
         if line.len() >= 5 && &line[..5] == b"data:" {
             let value = value_start(src, start + 5, end);
@@ -896,13 +963,13 @@ impl Fields {
         match name {
             b"data" => self.data(src, value, end, valid, in_chunk),
             b"event" => {
-                self.event_type = self.short_value(src.slice(value..end), valid)?;
+                self.event_type = self.short_value(src, value, end, valid, in_chunk)?;
                 Ok(None)
             }
             b"id" => {
                 // SSE-PARSE-12: an id containing NUL is ignored entirely.
                 if memchr(0, &src[value..end]).is_none() {
-                    self.id_buf = self.short_value(src.slice(value..end), valid)?;
+                    self.id_buf = self.short_value(src, value, end, valid, in_chunk)?;
                     self.id_dirty = true;
                 }
                 Ok(None)
@@ -917,14 +984,28 @@ impl Fields {
 
     /// Decodes an `event` or `id` value. UTF-8 replacement can triple invalid bytes, so
     /// the line limit is checked again on the decoded value: these buffers outlive the line.
-    fn short_value(&self, raw: Bytes, valid: bool) -> Result<Utf8Bytes, DecodeError> {
-        let value = decode_utf8(raw, valid);
+    fn short_value(
+        &self,
+        src: &Bytes,
+        start: usize,
+        end: usize,
+        valid: bool,
+        in_chunk: bool,
+    ) -> Result<FieldValue, DecodeError> {
+        if start == end {
+            return Ok(FieldValue::Empty);
+        }
+        if valid && in_chunk {
+            // Valid, so no longer than its line.
+            return Ok(FieldValue::InChunk { start, end });
+        }
+        let value = decode_utf8(src.slice(start..end), valid);
         if value.len() > self.max_line_len {
             return Err(DecodeError::LineTooLong {
                 limit: self.max_line_len,
             });
         }
-        Ok(value)
+        Ok(FieldValue::Owned(value))
     }
 
     /// SSE-PARSE-11: appends a `data` value (and, conceptually, an LF).
@@ -1029,16 +1110,14 @@ impl Fields {
     /// SSE-PARSE-14…17: the dispatch step at a blank line. The buffers are cleared
     /// (SSE-PARSE-18) when the decoder is next called, since the event borrows them.
     #[inline]
-    fn dispatch(&mut self) -> Option<Step> {
+    fn dispatch(&mut self, chunk: &Bytes) -> Option<Step> {
         if self.id_dirty {
-            self.last_event_id = self.id_buf.clone();
+            self.last_event_id = self.id_buf.take(Some(chunk));
             self.id_dirty = false;
         }
         match self.data {
             Data::None => {
-                if !self.event_type.is_empty() {
-                    self.event_type = Utf8Bytes::new();
-                }
+                self.event_type = FieldValue::Empty;
                 return None;
             }
             Data::InChunk { .. } | Data::One(_) | Data::Many => {}
@@ -1051,9 +1130,7 @@ impl Fields {
     fn clear_event(&mut self) {
         self.data = Data::None;
         self.multi.clear();
-        if !self.event_type.is_empty() {
-            self.event_type = Utf8Bytes::new();
-        }
+        self.event_type = FieldValue::Empty;
     }
 }
 
