@@ -1,1 +1,463 @@
 //! Drives the mcpwire core with blocking IO.
+//!
+//! This crate owns the `std::io` side and nothing else: it reads bytes, hands them to the
+//! sans-IO core unchanged and returns what the core decoded. Every protocol decision is
+//! made in [`mcpwire`].
+//!
+//! - [`SseReader`]: a `text/event-stream` body read from any [`std::io::Read`] (a file,
+//!   stdin, a `TcpStream`, an HTTP client's body reader), as an iterator of
+//!   [`Item`]s.
+//!
+//! # Example
+//!
+//! ```
+//! use mcpwire::sse::Item;
+//! use mcpwire_blocking::SseReader;
+//!
+//! let body: &[u8] = b"id: 1\ndata: {\"jsonrpc\":\"2.0\"}\n\n: keep-alive\n\n";
+//! let mut reader = SseReader::new(body);
+//! let Some(Ok(Item::Event(event))) = reader.next() else { panic!() };
+//! assert_eq!((event.data(), event.id()), ("{\"jsonrpc\":\"2.0\"}", "1"));
+//! assert!(matches!(reader.next(), Some(Ok(Item::Comment(_)))));
+//! assert!(reader.next().is_none());
+//! assert_eq!(reader.last_event_id(), "1");
+//! ```
+
+use std::error::Error;
+use std::fmt;
+use std::io::{self, ErrorKind, Read};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use mcpwire::sse::{DecodeError, Decoder, Item, ItemRef, Limits};
+
+/// Why [`SseReader`] could not yield an item.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum ReadError {
+    /// The underlying reader failed. The [`SseReader`] is still usable: the next call
+    /// reads again, which is what a caller wants after `WouldBlock` or `TimedOut` from a
+    /// socket with a read timeout. Most other errors are fatal for the stream.
+    Io(io::Error),
+    /// The stream exceeded a decoder limit. The decoder has already recovered: the
+    /// offending event is discarded and iteration continues with the next one.
+    Decode(DecodeError),
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io(e) => write!(f, "reading the event stream failed: {e}"),
+            Self::Decode(e) => fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+impl Error for ReadError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            Self::Io(e) => Some(e),
+            Self::Decode(e) => Some(e),
+        }
+    }
+}
+
+impl From<io::Error> for ReadError {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+impl From<DecodeError> for ReadError {
+    fn from(e: DecodeError) -> Self {
+        Self::Decode(e)
+    }
+}
+
+/// A `text/event-stream` body read from a [`Read`], yielding decoded [`Item`]s.
+///
+/// Each call to [`next`](Iterator::next) first drains what the [`Decoder`] can already
+/// decode; only when it needs more input does it make **one** `read` call, so an event
+/// is yielded as soon as the read that delivered its blank line returns, however short
+/// that read was. Bytes are read into a [`BytesMut`] and handed to the decoder as frozen
+/// `Bytes` without another copy, so single-line event data is a slice of the read buffer.
+///
+/// At end of input (`read` returns 0) the decoder is finished: an unterminated event is
+/// discarded (SSE-PARSE-19) and the iterator ends. `ErrorKind::Interrupted` is retried.
+/// Errors are yielded as items (see [`ReadError`]); after a decode error the iteration
+/// continues with the next event.
+///
+/// For a driver that must act when the reader is about to block (flush its output, for
+/// instance), [`next_buffered`](Self::next_buffered) (or its borrowing twin
+/// [`next_buffered_ref`](Self::next_buffered_ref)) and [`read_chunk`](Self::read_chunk)
+/// are the two halves of `next`.
+#[derive(Debug)]
+pub struct SseReader<R> {
+    reader: R,
+    decoder: Decoder,
+    /// Zero-filled bytes ready to be read into; a read's bytes are split off its front.
+    buf: BytesMut,
+    read_size: usize,
+}
+
+impl<R: Read> SseReader<R> {
+    /// The default size of one `read` call: 16 KiB.
+    pub const DEFAULT_READ_SIZE: usize = 16 << 10;
+
+    /// Reads an event stream from `reader` with the default [`Limits`].
+    pub fn new(reader: R) -> Self {
+        Self::with_limits(reader, Limits::default())
+    }
+
+    /// Reads an event stream from `reader`, decoding under `limits`.
+    pub fn with_limits(reader: R, limits: Limits) -> Self {
+        Self {
+            reader,
+            decoder: Decoder::new(limits),
+            buf: BytesMut::new(),
+            read_size: Self::DEFAULT_READ_SIZE,
+        }
+    }
+
+    /// Sets the most bytes asked for in one `read` call (0 is taken as 1).
+    #[must_use]
+    pub fn with_read_size(mut self, bytes: usize) -> Self {
+        self.read_size = bytes.max(1);
+        self
+    }
+
+    /// The most bytes asked for in one `read` call.
+    pub fn read_size(&self) -> usize {
+        self.read_size
+    }
+
+    /// The last event ID string: the value to send as `Last-Event-ID` on reconnection
+    /// (see [`Decoder::last_event_id`]).
+    pub fn last_event_id(&self) -> &str {
+        self.decoder.last_event_id()
+    }
+
+    /// The reconnection time set by the stream's last valid `retry` field, if any.
+    pub fn retry(&self) -> Option<Duration> {
+        self.decoder.retry()
+    }
+
+    /// The decoder.
+    pub fn decoder(&self) -> &Decoder {
+        &self.decoder
+    }
+
+    /// The underlying reader.
+    pub fn reader(&self) -> &R {
+        &self.reader
+    }
+
+    /// The underlying reader, mutably (reading from it directly skips those bytes).
+    pub fn reader_mut(&mut self) -> &mut R {
+        &mut self.reader
+    }
+
+    /// Whether the input has ended: every item has been yielded once
+    /// [`next_buffered`](Self::next_buffered) returns `Ok(None)`.
+    pub fn is_finished(&self) -> bool {
+        self.decoder.is_finished()
+    }
+
+    /// Returns the underlying reader; input read but not yet decoded is dropped.
+    pub fn into_inner(self) -> R {
+        self.reader
+    }
+
+    /// Decodes the next item from the bytes already read, without reading.
+    ///
+    /// `Ok(None)` means the decoder needs more input: call [`read_chunk`](Self::read_chunk)
+    /// next, unless [`is_finished`](Self::is_finished), in which case the stream is over.
+    ///
+    /// # Errors
+    ///
+    /// A limit error from the decoder, which has already recovered (see [`DecodeError`]).
+    pub fn next_buffered(&mut self) -> Result<Option<Item>, DecodeError> {
+        self.decoder.next_item()
+    }
+
+    /// Like [`next_buffered`](Self::next_buffered), but the item borrows from the
+    /// decoder ([`Decoder::next_item_ref`]): nothing is copied or reference-counted.
+    ///
+    /// # Errors
+    ///
+    /// As [`next_buffered`](Self::next_buffered).
+    pub fn next_buffered_ref(&mut self) -> Result<Option<ItemRef<'_>>, DecodeError> {
+        self.decoder.next_item_ref()
+    }
+
+    /// Makes one `read` call (retrying `Interrupted`) and hands the bytes to the decoder;
+    /// at end of input (0 bytes) it finishes the decoder. Returns the number of bytes read.
+    /// Does nothing and returns 0 once the input has ended.
+    ///
+    /// # Errors
+    ///
+    /// The reader's error, other than `Interrupted`. Nothing was handed to the decoder, so
+    /// calling again is safe.
+    pub fn read_chunk(&mut self) -> io::Result<usize> {
+        if self.decoder.is_finished() {
+            return Ok(0);
+        }
+        // Keep at least a quarter of a read's worth of zeroed space; the rest of the
+        // previous window is reused, so short reads neither re-zero nor reallocate.
+        if self.buf.len() < self.read_size.div_ceil(4) {
+            self.buf.clear();
+            self.buf.resize(self.read_size, 0);
+        }
+        let n = loop {
+            match self.reader.read(&mut self.buf) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        if n == 0 {
+            self.decoder.finish();
+        } else {
+            // `min` guards against a `Read` impl that reports more than it was given.
+            let n = n.min(self.buf.len());
+            self.decoder.push(self.buf.split_to(n).freeze());
+        }
+        Ok(n)
+    }
+}
+
+impl<R: Read> Iterator for SseReader<R> {
+    type Item = Result<Item, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.next_buffered() {
+                Ok(Some(item)) => return Some(Ok(item)),
+                Err(e) => return Some(Err(ReadError::Decode(e))),
+                Ok(None) if self.is_finished() => return None,
+                Ok(None) => {}
+            }
+            if let Err(e) = self.read_chunk() {
+                return Some(Err(ReadError::Io(e)));
+            }
+        }
+    }
+}
+
+impl<R: Read> std::iter::FusedIterator for SseReader<R> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    /// What one `read` call of a [`Script`] does.
+    enum Step {
+        Bytes(&'static [u8]),
+        Interrupted,
+        Fail(ErrorKind),
+    }
+
+    /// A reader that plays a script: each step answers one `read` call (bytes longer than
+    /// the caller's buffer are delivered over several calls). Records the reads made.
+    struct Script {
+        steps: VecDeque<Step>,
+        reads: usize,
+    }
+
+    impl Script {
+        fn new(steps: impl IntoIterator<Item = Step>) -> Self {
+            Self {
+                steps: steps.into_iter().collect(),
+                reads: 0,
+            }
+        }
+    }
+
+    impl Read for Script {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            match self.steps.pop_front() {
+                None => Ok(0),
+                Some(Step::Interrupted) => Err(ErrorKind::Interrupted.into()),
+                Some(Step::Fail(kind)) => Err(io::Error::new(kind, "scripted failure")),
+                Some(Step::Bytes(bytes)) => {
+                    let n = bytes.len().min(buf.len());
+                    buf[..n].copy_from_slice(&bytes[..n]);
+                    if n < bytes.len() {
+                        self.steps.push_front(Step::Bytes(&bytes[n..]));
+                    }
+                    Ok(n)
+                }
+            }
+        }
+    }
+
+    /// Returns one byte per `read` call.
+    struct OneByte<'a>(&'a [u8]);
+
+    impl Read for OneByte<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match (self.0.split_first(), buf.first_mut()) {
+                (Some((&b, rest)), Some(slot)) => {
+                    *slot = b;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                _ => Ok(0),
+            }
+        }
+    }
+
+    fn events<R: Read>(reader: SseReader<R>) -> Vec<(String, String, String)> {
+        reader
+            .map(|item| item.expect("no error"))
+            .filter_map(|item| match item {
+                Item::Event(e) => Some((
+                    e.event_type().to_owned(),
+                    e.data().to_owned(),
+                    e.id().to_owned(),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn ev(event_type: &str, data: &str, id: &str) -> (String, String, String) {
+        (event_type.into(), data.into(), id.into())
+    }
+
+    const STREAM: &[u8] = b"\xEF\xBB\xBFid: 0\r\nretry: 1500\r\ndata:\r\n\r\n: ping\n\n\
+        event: message\ndata: {\"a\":1}\n\ndata: x\rdata: y\r\rid: 2\ndata: z\n\ndata: cut";
+
+    fn expected() -> Vec<(String, String, String)> {
+        vec![
+            ev("message", "", "0"),
+            ev("message", "{\"a\":1}", "0"),
+            ev("message", "x\ny", "0"),
+            ev("message", "z", "2"),
+        ]
+    }
+
+    #[test]
+    fn whole_input_in_one_read() {
+        let reader = SseReader::new(STREAM);
+        assert_eq!(events(reader), expected());
+    }
+
+    #[test]
+    fn sse_parse_3_one_byte_per_read() {
+        let mut reader = SseReader::new(OneByte(STREAM));
+        let mut items = Vec::new();
+        for item in reader.by_ref() {
+            items.push(item.unwrap());
+        }
+        assert_eq!(items.len(), 6, "4 events, a retry and a comment: {items:?}");
+        assert_eq!(reader.last_event_id(), "2");
+        assert_eq!(reader.retry(), Some(Duration::from_millis(1500)));
+        assert!(reader.is_finished());
+        assert!(reader.next().is_none(), "fused");
+        assert_eq!(events(SseReader::new(OneByte(STREAM))), expected());
+    }
+
+    #[test]
+    fn small_read_size_splits_everywhere() {
+        for read_size in 1..=9 {
+            let reader = SseReader::new(STREAM).with_read_size(read_size);
+            assert_eq!(events(reader), expected(), "read_size {read_size}");
+        }
+        assert_eq!(SseReader::new(STREAM).with_read_size(0).read_size(), 1);
+    }
+
+    #[test]
+    fn interrupted_is_retried() {
+        let script = Script::new([
+            Step::Interrupted,
+            Step::Bytes(b"data: a\n"),
+            Step::Interrupted,
+            Step::Interrupted,
+            Step::Bytes(b"\n"),
+        ]);
+        let mut reader = SseReader::new(script);
+        let Some(Ok(Item::Event(e))) = reader.next() else {
+            panic!("expected an event")
+        };
+        assert_eq!(e.data(), "a");
+        assert!(reader.next().is_none());
+        assert_eq!(reader.into_inner().reads, 6);
+    }
+
+    #[test]
+    fn event_yielded_after_one_read_without_filling_the_buffer() {
+        // The second read would fail: the event must come out of the first one alone.
+        let script = Script::new([
+            Step::Bytes(b"data: first\n\n"),
+            Step::Fail(ErrorKind::ConnectionReset),
+        ]);
+        let mut reader = SseReader::new(script);
+        let Some(Ok(Item::Event(e))) = reader.next() else {
+            panic!("expected an event")
+        };
+        assert_eq!(e.data(), "first");
+        assert_eq!(reader.reader().reads, 1);
+    }
+
+    #[test]
+    fn io_error_mid_stream_is_yielded_then_reading_resumes() {
+        let script = Script::new([
+            Step::Bytes(b"data: a\n\ndata: b"),
+            Step::Fail(ErrorKind::TimedOut),
+            Step::Bytes(b"\n\n"),
+        ]);
+        let mut reader = SseReader::new(script);
+        assert!(matches!(reader.next(), Some(Ok(Item::Event(e))) if e.data() == "a"));
+        let Some(Err(err)) = reader.next() else {
+            panic!("expected the io error")
+        };
+        assert!(matches!(&err, ReadError::Io(e) if e.kind() == ErrorKind::TimedOut));
+        assert!(err.to_string().contains("scripted failure"), "{err}");
+        assert!(err.source().is_some());
+        // The partial event survived the error.
+        assert!(matches!(reader.next(), Some(Ok(Item::Event(e))) if e.data() == "b"));
+        assert!(reader.next().is_none());
+    }
+
+    #[test]
+    fn sse_parse_22_decode_error_is_yielded_and_iteration_continues() {
+        let limits = Limits::default().with_max_line_len(8);
+        let input: &[u8] = b"data: this line is too long\ndata: more\n\ndata: ok\n\n";
+        let mut reader = SseReader::with_limits(OneByte(input), limits);
+        let Some(Err(err)) = reader.next() else {
+            panic!("expected the limit error")
+        };
+        assert!(matches!(
+            err,
+            ReadError::Decode(DecodeError::LineTooLong { limit: 8 })
+        ));
+        assert!(err.to_string().contains("max_line_len"), "{err}");
+        assert!(matches!(reader.next(), Some(Ok(Item::Event(e))) if e.data() == "ok"));
+        assert!(reader.next().is_none());
+        assert!(reader.decoder().buffered_len() <= 8);
+    }
+
+    #[test]
+    fn sse_parse_19_unterminated_event_dropped_at_eof() {
+        let mut reader = SseReader::new(&b"id: 9\ndata: never"[..]);
+        assert!(reader.next().is_none());
+        assert_eq!(reader.last_event_id(), "");
+    }
+
+    #[test]
+    fn single_line_data_is_a_slice_of_the_read_buffer() {
+        let mut reader = SseReader::new(&b"data: zero-copy\n\ndata: two\n\n"[..]);
+        let Some(Ok(Item::Event(a))) = reader.next() else {
+            panic!()
+        };
+        let Some(Ok(Item::Event(b))) = reader.next() else {
+            panic!()
+        };
+        let (a, b) = (a.data().as_ptr(), b.data().as_ptr());
+        // Both point into the one read buffer: "two" starts 17 bytes after "zero-copy".
+        assert_eq!(b as usize - a as usize, 17);
+    }
+}

@@ -1,2 +1,66 @@
-//! `mcpwire`: the core from a terminal.
-fn main() {}
+//! `mcpwire`: the mcpwire core from a terminal.
+//!
+//! Each subcommand is a thin driver: it owns the terminal, files and standard streams and
+//! hands bytes to the core (through `mcpwire-blocking`); what the bytes mean is decided
+//! in `mcpwire`.
+//!
+//! - `mcpwire decode [FILE]`: decode a `text/event-stream` into JSON lines ([`decode`]).
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+mod decode;
+
+/// The top-level usage text; each subcommand adds its own.
+const USAGE: &str = "\
+mcpwire: the mcpwire protocol core from a terminal
+
+Usage: mcpwire <COMMAND> [ARGS]
+
+Commands:
+  decode [OPTIONS] [FILE]   decode a text/event-stream into JSON lines
+  help [COMMAND]            print this help, or a command's
+
+Options:
+  -h, --help                print this help
+  -V, --version             print the version
+
+Run `mcpwire decode --help` for the decode options and output format.
+";
+
+/// Exit status for bad usage (1 is for failures of the work itself).
+const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let command = args.first().map(|a| a.to_string_lossy().into_owned());
+    match command.as_deref() {
+        None => usage_error("mcpwire", "missing command", USAGE),
+        Some("-h" | "--help") => print_help(USAGE),
+        Some("help") => match args.get(1).map(|a| a.to_string_lossy()).as_deref() {
+            None => print_help(USAGE),
+            Some("decode") => print_help(decode::USAGE),
+            Some(other) => usage_error("mcpwire", &format!("unknown command '{other}'"), USAGE),
+        },
+        Some("-V" | "--version") => {
+            println!("mcpwire {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Some("decode") => decode::main(&args[1..]),
+        Some(other) => usage_error("mcpwire", &format!("unknown command '{other}'"), USAGE),
+    }
+}
+
+/// Prints `usage` to stdout and succeeds.
+fn print_help(usage: &str) -> ExitCode {
+    // A closed stdout (`mcpwire --help | true`) is not worth an error.
+    let _ = std::io::stdout().write_all(usage.as_bytes());
+    ExitCode::SUCCESS
+}
+
+/// Reports a usage error with the usage text on stderr; exit status 2.
+fn usage_error(prog: &str, message: &str, usage: &str) -> ExitCode {
+    eprint!("{prog}: {message}\n\n{usage}");
+    ExitCode::from(EXIT_USAGE)
+}

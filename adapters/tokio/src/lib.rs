@@ -1,1 +1,678 @@
 //! Drives the mcpwire core with tokio IO.
+//!
+//! This crate owns the async IO side and nothing else: it polls a byte source, hands the
+//! bytes to the sans-IO core unchanged and returns what the core decoded. Every protocol
+//! decision is made in [`mcpwire`].
+//!
+//! Three ways in, one decoder ([`mcpwire::sse::Decoder`]) behind each, all of them
+//! [`Stream`]s of `Result<Item, SseError<E>>`:
+//!
+//! | source | type | `E` |
+//! |---|---|---|
+//! | any `Stream<Item = Result<Bytes, E>>` (reqwest's `bytes_stream`, a channel, …) | [`SseStream`] | the stream's error |
+//! | an [`http_body::Body`] with `Data = Bytes` (hyper 1's `Incoming`) | [`SseBodyStream`] | the body's error |
+//! | a [`tokio::io::AsyncRead`] (a `TcpStream`, a child's stdout, …) | [`SseReader`] | [`std::io::Error`] |
+//!
+//! Each yields an item as soon as the chunk holding its blank line has arrived; chunks
+//! are handed to the decoder as `Bytes` without a copy. At end of input the decoder is
+//! finished (an unterminated event is discarded, SSE-PARSE-19) and the stream ends.
+//!
+//! # Example
+//!
+//! ```
+//! use bytes::Bytes;
+//! use futures_util::StreamExt;
+//! use mcpwire::sse::Item;
+//! use mcpwire_tokio::SseStream;
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let chunks = [Ok::<_, std::io::Error>(Bytes::from("id: 1\ndata: hel")), Ok(Bytes::from("lo\n\n"))];
+//! let mut events = SseStream::new(futures_util::stream::iter(chunks));
+//! let Some(Ok(Item::Event(event))) = events.next().await else { panic!() };
+//! assert_eq!((event.data(), event.id()), ("hello", "1"));
+//! assert!(events.next().await.is_none());
+//! # });
+//! ```
+
+use std::error::Error;
+use std::fmt;
+use std::io::{self, ErrorKind};
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_core::{FusedStream, Stream};
+use mcpwire::sse::{DecodeError, Decoder, Item, Limits};
+use pin_project_lite::pin_project;
+use tokio::io::AsyncRead;
+
+/// Why an SSE stream of this crate could not yield an item.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum SseError<E> {
+    /// The byte source failed. Polling again polls the source again; whether it has more
+    /// to give is up to the source (most end after an error).
+    Transport(E),
+    /// The stream exceeded a decoder limit. The decoder has already recovered: the
+    /// offending event is discarded and the stream continues with the next one.
+    Decode(DecodeError),
+}
+
+impl<E: fmt::Display> fmt::Display for SseError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Transport(e) => write!(f, "reading the event stream failed: {e}"),
+            Self::Decode(e) => fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+impl<E: Error + 'static> Error for SseError<E> {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            Self::Transport(e) => Some(e),
+            Self::Decode(e) => Some(e),
+        }
+    }
+}
+
+impl<E> From<DecodeError> for SseError<E> {
+    fn from(e: DecodeError) -> Self {
+        Self::Decode(e)
+    }
+}
+
+/// Drains `decoder`; when it needs input, `fill` polls the source once and pushes what
+/// it got (or finishes the decoder at end of input). The whole drive loop of every type
+/// in this crate.
+fn drive<E>(
+    decoder: &mut Decoder,
+    mut fill: impl FnMut(&mut Decoder) -> Poll<Result<(), E>>,
+) -> Poll<Option<Result<Item, SseError<E>>>> {
+    loop {
+        match decoder.next_item() {
+            Ok(Some(item)) => return Poll::Ready(Some(Ok(item))),
+            Err(e) => return Poll::Ready(Some(Err(SseError::Decode(e)))),
+            Ok(None) if decoder.is_finished() => return Poll::Ready(None),
+            Ok(None) => {}
+        }
+        if let Err(e) = ready!(fill(decoder)) {
+            return Poll::Ready(Some(Err(SseError::Transport(e))));
+        }
+    }
+}
+
+pin_project! {
+    /// A `text/event-stream` decoded from a [`Stream`] of `Bytes` chunks.
+    ///
+    /// Yields each [`Item`] as soon as the chunk that completes it has arrived. A chunk
+    /// is handed to the decoder as it is (no copy), so single-line event data is a slice
+    /// of the chunk. When the source ends, the stream yields what is left and ends too.
+    #[derive(Debug)]
+    #[must_use = "streams do nothing unless polled"]
+    pub struct SseStream<S> {
+        #[pin]
+        source: S,
+        decoder: Decoder,
+    }
+}
+
+impl<S> SseStream<S> {
+    /// Decodes `source` with the default [`Limits`].
+    pub fn new(source: S) -> Self {
+        Self::with_limits(source, Limits::default())
+    }
+
+    /// Decodes `source` under `limits`.
+    pub fn with_limits(source: S, limits: Limits) -> Self {
+        Self {
+            source,
+            decoder: Decoder::new(limits),
+        }
+    }
+
+    /// The last event ID string: the value to send as `Last-Event-ID` on reconnection
+    /// (see [`Decoder::last_event_id`]).
+    pub fn last_event_id(&self) -> &str {
+        self.decoder.last_event_id()
+    }
+
+    /// The reconnection time set by the stream's last valid `retry` field, if any.
+    pub fn retry(&self) -> Option<Duration> {
+        self.decoder.retry()
+    }
+
+    /// The decoder.
+    pub fn decoder(&self) -> &Decoder {
+        &self.decoder
+    }
+
+    /// The byte source.
+    pub fn inner(&self) -> &S {
+        &self.source
+    }
+
+    /// Returns the byte source; chunks received but not yet decoded are dropped.
+    pub fn into_inner(self) -> S {
+        self.source
+    }
+}
+
+impl<S, E> Stream for SseStream<S>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+{
+    type Item = Result<Item, SseError<E>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.project();
+        let mut source = this.source;
+        drive(this.decoder, |decoder| {
+            match ready!(source.as_mut().poll_next(cx)) {
+                Some(Ok(chunk)) => decoder.push(chunk),
+                Some(Err(e)) => return Poll::Ready(Err(e)),
+                None => decoder.finish(),
+            }
+            Poll::Ready(Ok(()))
+        })
+    }
+}
+
+impl<S, E> FusedStream for SseStream<S>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+{
+    fn is_terminated(&self) -> bool {
+        is_drained(&self.decoder)
+    }
+}
+
+/// The decoder was finished and everything queued in it has been decoded.
+fn is_drained(decoder: &Decoder) -> bool {
+    decoder.is_finished() && decoder.queued_len() == 0
+}
+
+pin_project! {
+    /// A `text/event-stream` decoded from an HTTP body, such as hyper 1's
+    /// `body::Incoming`.
+    ///
+    /// Data frames are handed to the decoder without a copy; trailers frames are skipped.
+    /// When the body ends, the stream yields what is left and ends too.
+    #[derive(Debug)]
+    #[must_use = "streams do nothing unless polled"]
+    pub struct SseBodyStream<B> {
+        #[pin]
+        body: B,
+        decoder: Decoder,
+    }
+}
+
+impl<B> SseBodyStream<B> {
+    /// Decodes `body` with the default [`Limits`].
+    pub fn new(body: B) -> Self {
+        Self::with_limits(body, Limits::default())
+    }
+
+    /// Decodes `body` under `limits`.
+    pub fn with_limits(body: B, limits: Limits) -> Self {
+        Self {
+            body,
+            decoder: Decoder::new(limits),
+        }
+    }
+
+    /// The last event ID string: the value to send as `Last-Event-ID` on reconnection
+    /// (see [`Decoder::last_event_id`]).
+    pub fn last_event_id(&self) -> &str {
+        self.decoder.last_event_id()
+    }
+
+    /// The reconnection time set by the stream's last valid `retry` field, if any.
+    pub fn retry(&self) -> Option<Duration> {
+        self.decoder.retry()
+    }
+
+    /// The decoder.
+    pub fn decoder(&self) -> &Decoder {
+        &self.decoder
+    }
+
+    /// The body.
+    pub fn inner(&self) -> &B {
+        &self.body
+    }
+
+    /// Returns the body; frames received but not yet decoded are dropped.
+    pub fn into_inner(self) -> B {
+        self.body
+    }
+}
+
+impl<B> Stream for SseBodyStream<B>
+where
+    B: http_body::Body<Data = Bytes>,
+{
+    type Item = Result<Item, SseError<B::Error>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.project();
+        let mut body = this.body;
+        drive(this.decoder, |decoder| {
+            match ready!(body.as_mut().poll_frame(cx)) {
+                Some(Ok(frame)) => {
+                    // Trailers (`Err(frame)`) carry no stream bytes.
+                    if let Ok(data) = frame.into_data() {
+                        decoder.push(data);
+                    }
+                }
+                Some(Err(e)) => return Poll::Ready(Err(e)),
+                None => decoder.finish(),
+            }
+            Poll::Ready(Ok(()))
+        })
+    }
+}
+
+impl<B> FusedStream for SseBodyStream<B>
+where
+    B: http_body::Body<Data = Bytes>,
+{
+    fn is_terminated(&self) -> bool {
+        is_drained(&self.decoder)
+    }
+}
+
+pin_project! {
+    /// A `text/event-stream` decoded from a [`tokio::io::AsyncRead`].
+    ///
+    /// Bytes are read straight into a [`BytesMut`] (at most
+    /// [`read_size`](Self::read_size) per read) and handed to the decoder as frozen
+    /// `Bytes` without another copy. Each item is yielded as soon as the read that
+    /// completed it returns. `ErrorKind::Interrupted` is retried; a read of 0 bytes is the
+    /// end of the stream.
+    #[derive(Debug)]
+    #[must_use = "streams do nothing unless polled"]
+    pub struct SseReader<R> {
+        #[pin]
+        reader: R,
+        decoder: Decoder,
+        buf: BytesMut,
+        read_size: usize,
+    }
+}
+
+impl<R> SseReader<R> {
+    /// The default size of one read: 16 KiB.
+    pub const DEFAULT_READ_SIZE: usize = 16 << 10;
+
+    /// Decodes what `reader` reads with the default [`Limits`].
+    pub fn new(reader: R) -> Self {
+        Self::with_limits(reader, Limits::default())
+    }
+
+    /// Decodes what `reader` reads under `limits`.
+    pub fn with_limits(reader: R, limits: Limits) -> Self {
+        Self {
+            reader,
+            decoder: Decoder::new(limits),
+            buf: BytesMut::new(),
+            read_size: Self::DEFAULT_READ_SIZE,
+        }
+    }
+
+    /// Sets the most bytes asked for in one read (0 is taken as 1).
+    pub fn with_read_size(mut self, bytes: usize) -> Self {
+        self.read_size = bytes.max(1);
+        self
+    }
+
+    /// The most bytes asked for in one read.
+    pub fn read_size(&self) -> usize {
+        self.read_size
+    }
+
+    /// The last event ID string: the value to send as `Last-Event-ID` on reconnection
+    /// (see [`Decoder::last_event_id`]).
+    pub fn last_event_id(&self) -> &str {
+        self.decoder.last_event_id()
+    }
+
+    /// The reconnection time set by the stream's last valid `retry` field, if any.
+    pub fn retry(&self) -> Option<Duration> {
+        self.decoder.retry()
+    }
+
+    /// The decoder.
+    pub fn decoder(&self) -> &Decoder {
+        &self.decoder
+    }
+
+    /// The reader.
+    pub fn inner(&self) -> &R {
+        &self.reader
+    }
+
+    /// Returns the reader; bytes read but not yet decoded are dropped.
+    pub fn into_inner(self) -> R {
+        self.reader
+    }
+}
+
+impl<R: AsyncRead> Stream for SseReader<R> {
+    type Item = Result<Item, SseError<io::Error>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.project();
+        let mut reader = this.reader;
+        let buf = this.buf;
+        let read_size = *this.read_size;
+        drive(this.decoder, |decoder| {
+            // Reuse the rest of the last allocation while a useful amount is left.
+            if buf.capacity() < read_size.div_ceil(4) {
+                buf.reserve(read_size);
+            }
+            let n = loop {
+                let mut window = (&mut *buf).limit(read_size);
+                match ready!(tokio_util::io::poll_read_buf(
+                    reader.as_mut(),
+                    cx,
+                    &mut window
+                )) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => return Poll::Ready(Err(e)),
+                }
+            };
+            if n == 0 {
+                decoder.finish();
+            } else {
+                decoder.push(buf.split().freeze());
+            }
+            Poll::Ready(Ok(()))
+        })
+    }
+}
+
+impl<R: AsyncRead> FusedStream for SseReader<R> {
+    fn is_terminated(&self) -> bool {
+        is_drained(&self.decoder)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::{StreamExt, stream};
+    use http_body_util::{BodyExt, StreamBody};
+    use std::collections::VecDeque;
+    use tokio::io::{AsyncWriteExt, ReadBuf};
+
+    /// A stream that exercises BOM, CR/LF/CRLF, comments, retry, ids, priming, multi-line
+    /// data and an unterminated event at the end.
+    const STREAM: &[u8] = b"\xEF\xBB\xBFid: 0\r\nretry: 1500\r\ndata:\r\n\r\n: ping\n\n\
+        event: endpoint\ndata: /messages?sessionId=1\n\ndata: x\rdata: y\r\rid: 2\ndata: z\n\ndata: cut";
+
+    /// Items as comparable text.
+    fn show(item: &Item) -> String {
+        match item {
+            Item::Event(e) => format!("event {} {:?} id={}", e.event_type(), e.data(), e.id()),
+            Item::Comment(c) => format!("comment {c:?}"),
+            Item::Retry(r) => format!("retry {}", r.as_millis()),
+        }
+    }
+
+    fn expected() -> Vec<String> {
+        [
+            "retry 1500",
+            "event message \"\" id=0",
+            "comment \" ping\"",
+            "event endpoint \"/messages?sessionId=1\" id=0",
+            "event message \"x\\ny\" id=0",
+            "event message \"z\" id=2",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    async fn collect<St, E>(stream: St) -> Vec<String>
+    where
+        St: Stream<Item = Result<Item, SseError<E>>>,
+        E: fmt::Debug,
+    {
+        let mut stream = std::pin::pin!(stream);
+        let mut out = Vec::new();
+        while let Some(item) = stream.next().await {
+            out.push(show(&item.expect("no error")));
+        }
+        out
+    }
+
+    fn chunks(splits: &[usize]) -> Vec<Result<Bytes, io::Error>> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for &end in splits.iter().chain([&STREAM.len()]) {
+            out.push(Ok(Bytes::copy_from_slice(&STREAM[start..end])));
+            start = end;
+        }
+        out
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn sse_parse_3_stream_every_two_and_three_way_split() {
+        assert_eq!(
+            collect(SseStream::new(stream::iter(chunks(&[])))).await,
+            expected()
+        );
+        for a in 0..=STREAM.len() {
+            let got = collect(SseStream::new(stream::iter(chunks(&[a])))).await;
+            assert_eq!(got, expected(), "split at {a}");
+        }
+        for a in (0..=STREAM.len()).step_by(3) {
+            for b in a..=STREAM.len() {
+                let got = collect(SseStream::new(stream::iter(chunks(&[a, b])))).await;
+                assert_eq!(got, expected(), "split at {a}, {b}");
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn stream_yields_an_event_before_the_source_ends() {
+        let source = stream::iter(chunks(&[32])).take(1).chain(stream::pending());
+        let mut events = SseStream::new(source);
+        let first = tokio::time::timeout(Duration::from_secs(5), events.next())
+            .await
+            .expect("the retry arrives without waiting for more input");
+        assert_eq!(show(&first.unwrap().unwrap()), "retry 1500");
+        let second = tokio::time::timeout(Duration::from_secs(5), events.next()).await;
+        assert_eq!(show(&second.unwrap().unwrap().unwrap()), expected()[1]);
+        // Nothing else is complete: the stream waits.
+        let third = tokio::time::timeout(Duration::from_millis(20), events.next()).await;
+        assert!(third.is_err(), "pending, not ended");
+        assert!(!events.is_terminated());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn stream_transport_error_mid_stream_then_continues() {
+        let source = stream::iter([
+            Ok(Bytes::from_static(b"data: a\n\ndata: b")),
+            Err(io::Error::new(ErrorKind::ConnectionReset, "reset")),
+            Ok(Bytes::from_static(b"\n\n")),
+        ]);
+        let mut events = SseStream::new(source);
+        assert!(matches!(events.next().await, Some(Ok(Item::Event(e))) if e.data() == "a"));
+        let Some(Err(err)) = events.next().await else {
+            panic!("expected the transport error")
+        };
+        assert!(matches!(&err, SseError::Transport(e) if e.kind() == ErrorKind::ConnectionReset));
+        assert_eq!(err.to_string(), "reading the event stream failed: reset");
+        assert!(err.source().is_some());
+        assert!(matches!(events.next().await, Some(Ok(Item::Event(e))) if e.data() == "b"));
+        assert!(events.next().await.is_none());
+        assert!(events.is_terminated());
+        assert!(events.next().await.is_none(), "stays ended");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn sse_parse_22_decode_error_then_continues() {
+        let limits = Limits::default().with_max_event_len(4);
+        let source = stream::iter([
+            Ok::<_, io::Error>(Bytes::from_static(b"id: 1\ndata: ab")),
+            Ok(Bytes::from_static(b"cdef\n\nid: 2\ndata: ok\n\n")),
+        ]);
+        let mut events = SseStream::with_limits(source, limits);
+        let Some(Err(err)) = events.next().await else {
+            panic!("expected the limit error")
+        };
+        assert!(matches!(
+            err,
+            SseError::Decode(DecodeError::EventTooLarge { limit: 4 })
+        ));
+        assert!(err.to_string().contains("max_event_len"), "{err}");
+        let Some(Ok(Item::Event(e))) = events.next().await else {
+            panic!("expected the next event")
+        };
+        assert_eq!((e.data(), e.id()), ("ok", "2"));
+        assert!(events.next().await.is_none());
+        assert_eq!(events.last_event_id(), "2");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn body_skips_trailers_and_splits_anywhere() {
+        for a in 0..=STREAM.len() {
+            let frames: [Result<_, io::Error>; 3] = [
+                Ok(http_body::Frame::data(Bytes::copy_from_slice(&STREAM[..a]))),
+                Ok(http_body::Frame::trailers(http::HeaderMap::new())),
+                Ok(http_body::Frame::data(Bytes::copy_from_slice(&STREAM[a..]))),
+            ];
+            let body = StreamBody::new(stream::iter(frames));
+            assert_eq!(collect(SseBodyStream::new(body)).await, expected(), "{a}");
+        }
+        let full = http_body_util::Full::new(Bytes::from_static(STREAM));
+        let mut events = SseBodyStream::new(full);
+        let mut n = 0;
+        while let Some(item) = events.next().await {
+            item.unwrap();
+            n += 1;
+        }
+        assert_eq!(n, expected().len());
+        assert_eq!(events.retry(), Some(Duration::from_millis(1500)));
+        assert_eq!(events.last_event_id(), "2");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn body_error_is_yielded() {
+        let frames = stream::iter([
+            Ok(http_body::Frame::data(Bytes::from_static(b"data: a\n\n"))),
+            Err(io::Error::other("body broke")),
+        ]);
+        let mut events = SseBodyStream::new(StreamBody::new(frames).map_err(|e| e.to_string()));
+        assert!(matches!(events.next().await, Some(Ok(Item::Event(e))) if e.data() == "a"));
+        let Some(Err(SseError::Transport(e))) = events.next().await else {
+            panic!("expected the body error")
+        };
+        assert_eq!(e, "body broke");
+        assert!(events.next().await.is_none());
+    }
+
+    /// What one `poll_read` of a [`Script`] does.
+    enum Step {
+        Bytes(&'static [u8]),
+        Interrupted,
+        Fail,
+        Pending,
+    }
+
+    /// An `AsyncRead` that plays a script: one step per `poll_read`, at most `per_read`
+    /// bytes at a time.
+    struct Script {
+        steps: VecDeque<Step>,
+        per_read: usize,
+    }
+
+    impl AsyncRead for Script {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            match self.steps.pop_front() {
+                None => Poll::Ready(Ok(())),
+                Some(Step::Interrupted) => Poll::Ready(Err(ErrorKind::Interrupted.into())),
+                Some(Step::Fail) => Poll::Ready(Err(io::Error::other("read broke"))),
+                Some(Step::Pending) => {
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                }
+                Some(Step::Bytes(bytes)) => {
+                    let n = bytes.len().min(buf.remaining()).min(self.per_read);
+                    buf.put_slice(&bytes[..n]);
+                    if n < bytes.len() {
+                        self.steps.push_front(Step::Bytes(&bytes[n..]));
+                    }
+                    Poll::Ready(Ok(()))
+                }
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn async_read_one_byte_at_a_time_and_small_read_sizes() {
+        let one_byte = Script {
+            steps: VecDeque::from([Step::Bytes(STREAM)]),
+            per_read: 1,
+        };
+        assert_eq!(collect(SseReader::new(one_byte)).await, expected());
+        for read_size in 1..=7 {
+            let reader = SseReader::new(STREAM).with_read_size(read_size);
+            assert_eq!(collect(reader).await, expected(), "read_size {read_size}");
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn async_read_retries_interrupted_and_yields_errors() {
+        let script = Script {
+            steps: VecDeque::from([
+                Step::Interrupted,
+                Step::Bytes(b"data: a\n"),
+                Step::Pending,
+                Step::Interrupted,
+                Step::Bytes(b"\ndata: b"),
+                Step::Fail,
+                Step::Bytes(b"\n\n"),
+            ]),
+            per_read: usize::MAX,
+        };
+        let mut events = SseReader::new(script);
+        assert!(matches!(events.next().await, Some(Ok(Item::Event(e))) if e.data() == "a"));
+        let Some(Err(SseError::Transport(e))) = events.next().await else {
+            panic!("expected the read error")
+        };
+        assert_eq!(e.to_string(), "read broke");
+        assert!(matches!(events.next().await, Some(Ok(Item::Event(e))) if e.data() == "b"));
+        assert!(events.next().await.is_none());
+        assert!(events.is_terminated());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn async_read_yields_each_event_while_the_writer_is_open() {
+        let (mut tx, rx) = tokio::io::duplex(64);
+        let mut events = SseReader::new(rx);
+        for i in 0..3 {
+            tx.write_all(format!("id: {i}\ndata: {i}\n\n").as_bytes())
+                .await
+                .unwrap();
+            let item = tokio::time::timeout(Duration::from_secs(5), events.next())
+                .await
+                .expect("the event arrives before the writer closes");
+            let Some(Ok(Item::Event(e))) = item else {
+                panic!("expected an event")
+            };
+            assert_eq!(e.data(), i.to_string());
+            assert_eq!(events.last_event_id(), i.to_string());
+        }
+        tx.write_all(b"data: unterminated").await.unwrap();
+        drop(tx);
+        assert!(events.next().await.is_none());
+    }
+}
