@@ -655,6 +655,10 @@ impl Decoder {
             self.fields.dispatched = false;
             self.fields.clear_event();
         }
+        if !self.fields.comment.is_empty() {
+            // The previous item was a comment that could not be borrowed from its chunk.
+            self.fields.comment = Utf8Bytes::new();
+        }
         loop {
             let Some(chunk) = self.chunks.front() else {
                 if self.finished {
