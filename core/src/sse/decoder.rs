@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use memchr::{memchr, memchr2, memrchr2};
 
 use crate::{Utf8Bytes, Utf8Ref};
@@ -12,6 +12,10 @@ use crate::{Utf8Bytes, Utf8Ref};
 use super::Limits;
 
 const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
+
+/// A carried `data` line at least this long takes over the data buffer instead of being
+/// copied into it; shorter ones are copied, which keeps both buffers' capacity.
+const SWAP_FROM: usize = 4096;
 
 /// Finds the next CR or LF: memchr's vector searcher picked once per decoder, which
 /// saves memchr2's per-call dispatch on streams of short lines.
@@ -843,6 +847,20 @@ impl Decoder {
             // The common case: a data line split by a chunk boundary. Its value is copied
             // into the data buffer, so the line buffer is reused as it is.
             let value = value_start(&self.line, 5, self.line.len());
+            let len = self.line.len() - value;
+            if valid
+                && len >= SWAP_FROM
+                && len <= self.fields.max_event_len
+                && matches!(self.fields.data, Data::None)
+            {
+                // A long line (a large tool result): the line buffer becomes the data
+                // buffer instead of being copied into it.
+                std::mem::swap(&mut self.line, &mut self.fields.multi);
+                self.fields.multi.advance(value);
+                self.fields.data = Data::Many;
+                self.line.clear();
+                return Ok(None);
+            }
             let result = self.fields.carried_data(&self.line[value..], valid);
             self.line.clear();
             return match result {
@@ -1387,6 +1405,23 @@ mod tests {
         let event = dec.next_event().unwrap().unwrap();
         let range = chunk.as_ptr_range();
         assert!(range.contains(&event.data_bytes().as_bytes().as_ptr()));
+    }
+
+    #[test]
+    fn long_carried_data_lines_take_over_the_data_buffer() {
+        let long = "é".repeat(5000); // 10,000 bytes, a code point split by most cuts
+        let input =
+            format!("data: {long}\n\ndata: {long}\ndata: tail\n\ndata: x\ndata: {long}\n\n");
+        let bytes = input.as_bytes();
+        let expected = [
+            format!("message|{long}|"),
+            format!("message|{long}\ntail|"),
+            format!("message|x\n{long}|"),
+        ];
+        for size in [1000, 1460, 4097, 16 << 10] {
+            let chunks: Vec<&[u8]> = bytes.chunks(size).collect();
+            assert_eq!(decode(&chunks), expected, "chunks of {size}");
+        }
     }
 
     #[test]
