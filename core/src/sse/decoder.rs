@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use memchr::{memchr, memchr2, memrchr2};
 
 use crate::{Utf8Bytes, Utf8Ref};
@@ -13,9 +13,9 @@ use super::Limits;
 
 const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
 
-/// A carried `data` line at least this long takes over the data buffer instead of being
-/// copied into it; shorter ones are copied, which keeps both buffers' capacity.
-const SWAP_FROM: usize = 4096;
+/// A carried `data` line shorter than this is copied into the data buffer (no reference
+/// counts); a longer one is shared from the carried-line buffer (no copy).
+const COPY_UP_TO: usize = 4096;
 
 /// Finds the next CR or LF: memchr's vector searcher picked once per decoder, which
 /// saves memchr2's per-call dispatch on streams of short lines.
@@ -354,8 +354,8 @@ enum Data {
     InChunk { start: usize, end: usize },
     /// Exactly one `data` field, kept as a slice of its chunk or its carried line.
     One(Utf8Bytes),
-    /// The data is in `Fields::multi`: several `data` fields joined with LF, or one that
-    /// was carried across chunks (copied there instead of sharing the carried line).
+    /// The data is in `Fields::multi`: several `data` fields joined with LF, or one short
+    /// one that was carried across chunks (copied there instead of sharing its line).
     Many,
 }
 
@@ -843,24 +843,11 @@ impl Decoder {
         let valid = self.line_valid_upto == self.line.len();
         self.line_valid_upto = 0;
         self.line_hint = self.line.len();
-        if self.line.len() >= 5 && &self.line[..5] == b"data:" {
-            // The common case: a data line split by a chunk boundary. Its value is copied
-            // into the data buffer, so the line buffer is reused as it is.
+        if self.line.len() < COPY_UP_TO && self.line.starts_with(b"data:") {
+            // The common case: a short data line split by a chunk boundary. Its value is
+            // copied into the data buffer, so the line buffer is reused as it is. A long
+            // line (a large tool result) is shared below instead of copied.
             let value = value_start(&self.line, 5, self.line.len());
-            let len = self.line.len() - value;
-            if valid
-                && len >= SWAP_FROM
-                && len <= self.fields.max_event_len
-                && matches!(self.fields.data, Data::None)
-            {
-                // A long line (a large tool result): the line buffer becomes the data
-                // buffer instead of being copied into it.
-                std::mem::swap(&mut self.line, &mut self.fields.multi);
-                self.fields.multi.advance(value);
-                self.fields.data = Data::Many;
-                self.line.clear();
-                return Ok(None);
-            }
             let result = self.fields.carried_data(&self.line[value..], valid);
             self.line.clear();
             return match result {
@@ -1408,7 +1395,7 @@ mod tests {
     }
 
     #[test]
-    fn long_carried_data_lines_take_over_the_data_buffer() {
+    fn long_carried_data_lines_are_shared_and_joined() {
         let long = "é".repeat(5000); // 10,000 bytes, a code point split by most cuts
         let input =
             format!("data: {long}\n\ndata: {long}\ndata: tail\n\ndata: x\ndata: {long}\n\n");
