@@ -1158,7 +1158,14 @@ fn carry(
     const INCREMENTAL_FROM: usize = 4096;
     extend_within(line, piece, hint, limit);
     if *valid_upto != usize::MAX && (complete || line.len() >= INCREMENTAL_FROM) {
-        *valid_upto = match simdutf8::compat::from_utf8(&line[*valid_upto..]) {
+        let unchecked = &line[*valid_upto..];
+        // A short line split by a chunk boundary is usually ASCII: std's word-at-a-time
+        // check beats the SIMD validator's set-up there.
+        if unchecked.len() < INCREMENTAL_FROM && unchecked.is_ascii() {
+            *valid_upto = line.len();
+            return;
+        }
+        *valid_upto = match simdutf8::compat::from_utf8(unchecked) {
             Ok(_) => line.len(),
             // An incomplete sequence at the end may be completed by the next piece.
             Err(e) if e.error_len().is_none() => *valid_upto + e.valid_up_to(),
