@@ -331,6 +331,8 @@ struct Fields {
     dispatched: bool,
     /// A comment's text when it cannot be borrowed from the front chunk.
     comment: Utf8Bytes,
+    /// Where the comment of a `Step::CommentInChunk` is in the front chunk.
+    comment_at: (usize, usize),
     /// The last-event-id *buffer* (set by `id` fields) while it differs from
     /// `last_event_id`, that is, while `id_dirty`; otherwise empty.
     id_buf: FieldValue,
@@ -421,15 +423,19 @@ impl FieldValue {
 static EMPTY: Utf8Bytes = Utf8Bytes::new();
 
 /// What processing a line produced, to be turned into an [`ItemRef`] by the decoder.
+///
+/// It carries no data, so `Result<Option<Step>, DecodeError>` fits in two registers on the
+/// hot path; what a step refers to is in `Fields`.
+#[derive(Clone, Copy)]
 enum Step {
     /// An event was dispatched: `Fields::data` (not `None`) and `event_type` hold it.
     Event,
-    /// A comment at `chunks[0][start..end]`, valid UTF-8.
-    CommentInChunk { start: usize, end: usize },
+    /// A comment at `chunks[0][Fields::comment_at]`, valid UTF-8.
+    CommentInChunk,
     /// A comment in `Fields::comment`.
     Comment,
-    /// A valid `retry` field.
-    Retry(Duration),
+    /// A valid `retry` field: `Fields::retry`.
+    Retry,
 }
 
 impl Default for Decoder {
@@ -644,11 +650,12 @@ impl Decoder {
             // SAFETY: `scan_lines` returns this step only for a validated range of the
             // front chunk, and nothing has touched the chunks since.
             #[allow(unsafe_code)]
-            Step::CommentInChunk { start, end } => {
+            Step::CommentInChunk => {
+                let (start, end) = f.comment_at;
                 ItemRef::Comment(unsafe { Utf8Ref::from_validated(&self.chunks[0], start..end) })
             }
             Step::Comment => ItemRef::Comment(Utf8Ref::new(&f.comment)),
-            Step::Retry(retry) => ItemRef::Retry(retry),
+            Step::Retry => ItemRef::Retry(f.retry.expect("a retry step sets the retry")),
         }
     }
 
@@ -955,10 +962,8 @@ impl Fields {
             // SSE-PARSE-7: a comment.
             Some(0) => {
                 if valid && in_chunk {
-                    return Ok(Some(Step::CommentInChunk {
-                        start: start + 1,
-                        end,
-                    }));
+                    self.comment_at = (start + 1, end);
+                    return Ok(Some(Step::CommentInChunk));
                 }
                 self.comment = decode_utf8(src.slice(start + 1..end), valid);
                 return Ok(Some(Step::Comment));
@@ -985,7 +990,7 @@ impl Fields {
             }
             b"retry" => Ok(parse_retry(&src[value..end]).map(|retry| {
                 self.retry = Some(retry);
-                Step::Retry(retry)
+                Step::Retry
             })),
             _ => Ok(None),
         }
