@@ -729,23 +729,7 @@ impl Decoder {
                 len
             } else {
                 // The line continues in a later chunk: carry its start.
-                let rest = &bytes[pos..];
-                self.pos = bytes.len();
-                if rest.len() > max_line_len {
-                    self.discard_line_nonempty = true;
-                    return self.fail(DecodeError::LineTooLong {
-                        limit: max_line_len,
-                    });
-                }
-                carry(
-                    &mut self.line,
-                    &mut self.line_valid_upto,
-                    rest,
-                    self.line_hint,
-                    max_line_len,
-                    false,
-                );
-                return Ok(None);
+                return self.carry_rest(pos, self.line_hint);
             };
             let (start, end) = (pos, pos + len);
             pos = end + 1;
@@ -814,22 +798,7 @@ impl Decoder {
         let buf = &chunk[self.pos..];
         let max_line_len = self.limits.max_line_len();
         let Some(len) = self.line_ends.find(buf) else {
-            self.pos = chunk.len();
-            if self.line.len() + buf.len() > max_line_len {
-                self.discard_line_nonempty = true;
-                return self.fail(DecodeError::LineTooLong {
-                    limit: max_line_len,
-                });
-            }
-            carry(
-                &mut self.line,
-                &mut self.line_valid_upto,
-                buf,
-                0,
-                max_line_len,
-                false,
-            );
-            return Ok(None);
+            return self.carry_rest(self.pos, 0);
         };
         let end = self.pos + len;
         self.pos = end + 1;
@@ -867,6 +836,30 @@ impl Decoder {
             Err(e) => self.fail(e),
             result => result,
         }
+    }
+
+    /// The front chunk from `from` on continues the current line in a later chunk: carries
+    /// it into `line` (`hint` sizes a new carry), or fails if the line passes the limit.
+    fn carry_rest(&mut self, from: usize, hint: usize) -> Result<Option<Step>, DecodeError> {
+        let chunk = &self.chunks[0];
+        let rest = &chunk[from..];
+        self.pos = chunk.len();
+        let max_line_len = self.limits.max_line_len();
+        if self.line.len() + rest.len() > max_line_len {
+            self.discard_line_nonempty = true;
+            return self.fail(DecodeError::LineTooLong {
+                limit: max_line_len,
+            });
+        }
+        carry(
+            &mut self.line,
+            &mut self.line_valid_upto,
+            rest,
+            hint,
+            max_line_len,
+            false,
+        );
+        Ok(None)
     }
 
     /// Enters discard mode (the rest of the current event is skipped) and reports `e`.
