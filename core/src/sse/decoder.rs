@@ -851,6 +851,13 @@ impl Decoder {
                 limit: max_line_len,
             });
         }
+        let want = hint.max(rest.len()).min(max_line_len);
+        if self.line.is_empty() && self.line.capacity() < want && !self.line.try_reclaim(want) {
+            // A new carry starts at the front of a buffer big enough for a line like the
+            // last one, not in the tail the last (shared) line left: growing from there
+            // would copy the line again.
+            self.line = BytesMut::with_capacity(want);
+        }
         carry(
             &mut self.line,
             &mut self.line_valid_upto,
