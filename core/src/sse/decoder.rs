@@ -120,11 +120,12 @@ impl Event {
     }
 }
 
-fn event_type_or_message(event_type: &Utf8Bytes) -> &str {
+/// SSE-PARSE-17: an empty event-type buffer means `message`.
+fn event_type_or_message(event_type: &str) -> &str {
     if event_type.is_empty() {
         "message"
     } else {
-        event_type.as_str()
+        event_type
     }
 }
 
@@ -164,10 +165,7 @@ impl<'a> EventRef<'a> {
     /// The event type: the last `event` field of the event, or `message` (SSE-PARSE-17).
     #[inline]
     pub fn event_type(&self) -> &'a str {
-        match self.event_type.as_str() {
-            "" => "message",
-            event_type => event_type,
-        }
+        event_type_or_message(self.event_type.as_str())
     }
 
     /// The last event ID string at dispatch time; empty if no id is in force (SSE-PARSE-14).
