@@ -48,11 +48,6 @@ fn sanitise(value: &str, forbidden: &[char]) -> String {
     value.chars().filter(|c| !forbidden.contains(c)).collect()
 }
 
-/// Data as a decoder returns it: every CRLF, CR and LF becomes LF (SSE-ENC-2).
-fn normalise(data: &str) -> String {
-    data.replace("\r\n", "\n").replace('\r', "\n")
-}
-
 const ID_FORBIDDEN: &[char] = &['\r', '\n', '\0'];
 const LINE_FORBIDDEN: &[char] = &['\r', '\n'];
 
@@ -100,7 +95,7 @@ fuzz_target!(|input: Input| {
                     Some(event) => event,
                 };
                 model.items.push(Item::event(
-                    &normalise(data),
+                    &reference::normalise_line_ends(data),
                     event_type,
                     &model.last_event_id,
                 ));

@@ -308,11 +308,6 @@ fn spec() -> impl Strategy<Value = Spec> {
     ]
 }
 
-/// What a decoder reads back from an encoded `data` value: CRLF and CR become LF.
-fn normalise(data: &str) -> String {
-    data.replace("\r\n", "\n").replace('\r', "\n")
-}
-
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -371,7 +366,7 @@ fn encode_model(specs: &[Spec]) -> Result<(Vec<u8>, Outcome), TestCaseError> {
                     Some(t) => t,
                 };
                 expected.items.push(Item::event(
-                    &normalise(data),
+                    &reference::normalise_line_ends(data),
                     event_type,
                     &expected.last_event_id,
                 ));

@@ -627,6 +627,12 @@ pub fn split_by_sizes<'a>(input: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
     chunks
 }
 
+/// Event data as a decoder returns it after encoding: every CRLF, CR and LF becomes LF
+/// (SSE-ENC-2 splits on all three; the decoder joins with LF).
+pub fn normalise_line_ends(data: &str) -> String {
+    data.replace("\r\n", "\n").replace('\r', "\n")
+}
+
 /// Renders bytes with `\r`, `\n`, `\0` and non-ASCII escaped, for assertion messages.
 pub fn escape(input: &[u8]) -> String {
     let mut out = String::with_capacity(input.len());
