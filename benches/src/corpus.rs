@@ -14,7 +14,7 @@ pub const CHUNK_SIZES: [usize; 2] = [CHUNK_16K, CHUNK_MSS];
 
 /// The label of a chunk size in bench group names: `16KiB`, `1460B`.
 pub fn chunk_label(size: usize) -> String {
-    if size >= 1024 && size % 1024 == 0 {
+    if size >= 1024 && size.is_multiple_of(1024) {
         format!("{}KiB", size / 1024)
     } else {
         format!("{size}B")

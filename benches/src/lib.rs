@@ -10,6 +10,8 @@
 //!   [`Corpus::chunks`] to split one into [`CHUNK_SIZES`] slices before timing.
 //! - [`Payloads`]: the encode benches' messages (the same JSON as the `large` and
 //!   `tokens` corpora).
+//! - [`Message`]: the `jsonrpc` bench's messages (a small request, a progress
+//!   notification, a 256 KiB tool result).
 //! - [`decode`]: each decoder under test (mcpwire, sse-stream, eventsource-stream) and
 //!   the `memchr2` floor, driven over chunks, returning [`Counts`].
 //!
@@ -18,10 +20,12 @@
 
 mod corpus;
 pub mod decode;
+mod messages;
 mod payload;
 mod rng;
 
 pub use corpus::{
     CHUNK_16K, CHUNK_MSS, CHUNK_SIZES, Corpus, Counts, Expected, chunk_label, parse_chunk_label,
 };
+pub use messages::{LARGE_RESULT_LEN, Message};
 pub use payload::{LARGE_PAYLOAD_LEN, LARGE_PAYLOADS, Payloads, TOKENS_FRAMED_LEN};

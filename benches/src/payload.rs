@@ -93,7 +93,7 @@ const TOKEN_WORDS: &[&str] = &[
 ];
 
 /// Appends JSON-escaped prose to `out` until it is at least `target` bytes long.
-fn escaped_text(rng: &mut XorShift, out: &mut String, target: usize) {
+pub(crate) fn escaped_text(rng: &mut XorShift, out: &mut String, target: usize) {
     let mut words_on_line = 0;
     while out.len() < target {
         if rng.one_in(40) {

@@ -21,12 +21,17 @@
 //!
 //! - [`sse`]: the `text/event-stream` [`Decoder`](sse::Decoder) (WHATWG-exact, zero-copy,
 //!   bounded) and [`Encoder`](sse::Encoder).
+//! - [`jsonrpc`]: classify JSON-RPC messages without parsing their payloads, encode them,
+//!   and correlate responses with requests.
 //!
 //! Requirement ids (SSE-PARSE-3, …) refer to `TRANSPORT.md`, the project's checklist of
 //! the MCP and WHATWG rules; tests are named after them.
 
 mod utf8;
+mod version;
 
+pub mod jsonrpc;
 pub mod sse;
 
 pub use utf8::{Utf8Bytes, Utf8Ref};
+pub use version::{ProtocolVersion, UnknownVersion};

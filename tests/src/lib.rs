@@ -4,6 +4,9 @@
 //!   that runs mcpwire's decoder into the same owned form, for differential tests, property
 //!   tests and fuzz targets. Depends only on `mcpwire` and `bytes`, so a cargo-fuzz crate
 //!   can use it too.
+//! - [`alloc`]: a counting global allocator for the allocation tests.
+
+pub mod alloc;
 
 /// Spec-literal oracles: naive transcriptions of the specifications the core implements.
 pub mod reference {

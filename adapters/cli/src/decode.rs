@@ -13,6 +13,8 @@ use std::io::{self, BufWriter, ErrorKind, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use mcpwire::ProtocolVersion;
+use mcpwire::jsonrpc::{Classifier, Message, ParseError, Parsed, Shape, ShapeError};
 use mcpwire::sse::{EventRef, ItemRef, Limits};
 use mcpwire_blocking::SseReader;
 
@@ -28,6 +30,10 @@ them) from FILE, or from standard input when FILE is absent or `-`.
 Output, one JSON object per line on stdout. For each dispatched event, as soon as its
 blank line has arrived (id is the last event id in force, \"\" if none):
   {\"type\":\"message\",\"data\":\"...\",\"id\":\"...\"}
+When the data is a JSON object, the line adds what JSON-RPC makes of it (kind is
+request, notification, response or error; id and method are null when absent; a batch
+gives a list; an object that is no valid message gives kind \"invalid\" and an error):
+  \"jsonrpc\":{\"kind\":\"request\",\"id\":1,\"method\":\"tools/call\"}
 At end of input (retry_ms is null if the stream set no valid retry):
   {\"final\":true,\"retry_ms\":3000,\"last_event_id\":\"...\"}
 
@@ -221,7 +227,8 @@ fn drive<R: Read, W: Write>(
     Ok(status)
 }
 
-/// `{"type":…,"data":…,"id":…}` and a newline.
+/// `{"type":…,"data":…,"id":…}` (plus `"jsonrpc":…` when the data is a JSON-RPC message
+/// or a batch of them) and a newline.
 fn write_event(out: &mut impl Write, event: &EventRef<'_>) -> io::Result<()> {
     out.write_all(b"{\"type\":")?;
     serde_json::to_writer(&mut *out, event.event_type())?;
@@ -229,7 +236,65 @@ fn write_event(out: &mut impl Write, event: &EventRef<'_>) -> io::Result<()> {
     serde_json::to_writer(&mut *out, event.data())?;
     out.write_all(b",\"id\":")?;
     serde_json::to_writer(&mut *out, event.id())?;
+    write_jsonrpc(out, event.data())?;
     out.write_all(b"}\n")
+}
+
+/// `,"jsonrpc":{"kind":…,"id":…,"method":…}` for data that is a JSON object (kind
+/// `invalid`, with the reason, when it is not a valid message), a list of those for a
+/// batch, and nothing for any other data (a priming event's empty data, an `endpoint`
+/// URL, text that is not JSON).
+fn write_jsonrpc(out: &mut impl Write, data: &str) -> io::Result<()> {
+    // Batches were allowed on SSE streams in 2025-03-26; show them whatever the stream.
+    let parsed = match Classifier::default().parse(data.as_bytes(), ProtocolVersion::V2025_03_26) {
+        Ok(parsed) => parsed,
+        Err(ParseError::Shape(e)) if e.shape != Shape::NotAnObject => {
+            out.write_all(b",\"jsonrpc\":")?;
+            return write_summary(out, &Err(e));
+        }
+        Err(_) => return Ok(()),
+    };
+    out.write_all(b",\"jsonrpc\":")?;
+    match parsed {
+        Parsed::Single(message) => write_summary(out, &Ok(message)),
+        Parsed::Batch(items) => {
+            out.write_all(b"[")?;
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                write_summary(out, item)?;
+            }
+            out.write_all(b"]")
+        }
+    }
+}
+
+/// `{"kind":…,"id":…,"method":…}`, or `{"kind":"invalid","id":…,"error":…}`.
+fn write_summary(out: &mut impl Write, item: &Result<Message<'_>, ShapeError>) -> io::Result<()> {
+    let (kind, id) = match item {
+        Ok(message) => (message.kind().as_str(), message.id()),
+        Err(e) => ("invalid", e.id.as_ref()),
+    };
+    write!(out, "{{\"kind\":\"{kind}\",\"id\":")?;
+    match id {
+        None => out.write_all(b"null")?,
+        Some(id) => match (id.as_int(), id.as_str()) {
+            (Some(n), _) => write!(out, "{n}")?,
+            (None, s) => serde_json::to_writer(&mut *out, s.unwrap_or_default())?,
+        },
+    }
+    match item {
+        Ok(message) => {
+            out.write_all(b",\"method\":")?;
+            serde_json::to_writer(&mut *out, &message.method())?;
+        }
+        Err(e) => {
+            out.write_all(b",\"error\":")?;
+            serde_json::to_writer(&mut *out, &e.shape.to_string())?;
+        }
+    }
+    out.write_all(b"}")
 }
 
 /// `{"final":true,"retry_ms":…,"last_event_id":…}` and a newline.

@@ -48,6 +48,15 @@ fn event(event_type: &str, data: &str, id: &str) -> Value {
     json!({"type": event_type, "data": data, "id": id})
 }
 
+/// What `decode` says of `{}`: a JSON object that is no JSON-RPC message.
+const EMPTY_OBJECT: &str = r#"{"kind":"invalid","id":null,"error":"missing \"jsonrpc\" member"}"#;
+
+/// `event` with the `jsonrpc` summary `summary` (JSON text) added.
+fn with_jsonrpc(mut event: Value, summary: &str) -> Value {
+    event["jsonrpc"] = serde_json::from_str(summary).unwrap();
+    event
+}
+
 fn last(retry_ms: Option<u64>, last_event_id: &str) -> Value {
     json!({"final": true, "retry_ms": retry_ms, "last_event_id": last_event_id})
 }
@@ -203,7 +212,7 @@ fn final_line_reports_retry_and_last_event_id() {
         lines,
         [
             event("message", "", "s1:0"),
-            event("message", "{}", "s1:1"),
+            with_jsonrpc(event("message", "{}", "s1:1"), EMPTY_OBJECT),
             last(Some(3000), "s1:1"),
         ]
     );
@@ -327,7 +336,7 @@ fn file_input_and_dash_for_stdin() {
         lines(&output),
         [
             event("endpoint", "/messages?sessionId=abc", ""),
-            event("message", "{}", ""),
+            with_jsonrpc(event("message", "{}", ""), EMPTY_OBJECT),
             last(None, ""),
         ]
     );
@@ -435,4 +444,50 @@ fn usage_errors_exit_2_and_help_exits_0() {
             .unwrap()
             .contains("--max-event-len")
     );
+}
+
+#[test]
+fn jsonrpc_8_each_message_is_summarised_by_kind_id_and_method() {
+    let messages = [
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#,
+            r#"{"kind":"request","id":1,"method":"tools/call"}"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"1","result":{}}"#,
+            r#"{"kind":"response","id":"1","method":null}"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#,
+            r#"{"kind":"notification","id":null,"method":"notifications/progress"}"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
+            r#"{"kind":"error","id":null,"method":null}"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":9,"method":"m","params":1}"#,
+            r#"{"kind":"invalid","id":9,"error":"\"params\" must be an object or an array"}"#,
+        ),
+        (
+            r#"[{"jsonrpc":"2.0","id":2,"result":null},{"jsonrpc":"2.0","method":"x"}]"#,
+            r#"[{"kind":"response","id":2,"method":null},{"kind":"notification","id":null,"method":"x"}]"#,
+        ),
+    ];
+    let mut input = Vec::new();
+    let mut expected = Vec::new();
+    for (data, summary) in messages {
+        input.extend_from_slice(format!("data: {data}\n\n").as_bytes());
+        expected.push(with_jsonrpc(event("message", data, ""), summary));
+    }
+    // Not JSON, not an object, or a priming event's empty data: no summary.
+    input.extend_from_slice(b"data: not json\n\ndata: [1,\n\ndata: 7\n\nid: p\ndata:\n\n");
+    expected.extend([
+        event("message", "not json", ""),
+        event("message", "[1,", ""),
+        event("message", "7", ""),
+        event("message", "", "p"),
+        last(None, "p"),
+    ]);
+    assert_eq!(decode_ok(&input), expected);
 }

@@ -1,0 +1,318 @@
+//! Correlation: the client's table of requests awaiting responses, and the server's
+//! per-session set of request ids in flight.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::time::Instant;
+
+use super::id::RequestId;
+
+/// Why a request could not be registered or begun.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PendingError {
+    /// The table already holds its maximum number of requests.
+    TooMany {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// Every integer id has been issued (after 2⁶³ requests).
+    IdsExhausted,
+    /// The peer sent a request whose id is still in flight in this session (JSONRPC-3).
+    Reused(RequestId),
+}
+
+impl fmt::Display for PendingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooMany { limit } => write!(f, "more than {limit} requests in flight"),
+            Self::IdsExhausted => f.write_str("request ids exhausted"),
+            Self::Reused(id) => write!(f, "request id {id} is already in flight"),
+        }
+    }
+}
+
+impl std::error::Error for PendingError {}
+
+/// What became of a response's id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution<T> {
+    /// It answered a pending request, which is now complete; here is its token.
+    Matched(T),
+    /// An id this table issued that is no longer pending: a duplicate response, or one
+    /// that arrived after the request was cancelled or expired.
+    Stale,
+    /// An id this table never issued (another kind, or never handed out).
+    Unknown,
+}
+
+#[derive(Debug)]
+struct Entry<T> {
+    token: T,
+    deadline: Option<Instant>,
+}
+
+/// The client side of correlation (JSONRPC-3, JSONRPC-4, §14.11): issues request ids,
+/// remembers each request's caller token and deadline, and matches responses by id,
+/// whichever stream they arrive on.
+///
+/// Ids are the integers 1, 2, 3, … and are never reused, so a late or duplicate response
+/// is recognised ([`Resolution::Stale`]) without remembering finished requests. Lookups
+/// are `O(log n)` in a `BTreeMap`; the core keeps no hash map that would need a random
+/// seed. Time is an argument: the table never reads a clock.
+#[derive(Debug)]
+pub struct Pending<T> {
+    // INVARIANT: every key of `entries` is in 1..next; every (deadline, id) in
+    // `deadlines` belongs to an entry of `entries` with that deadline, and back.
+    entries: BTreeMap<i64, Entry<T>>,
+    deadlines: BTreeSet<(Instant, i64)>,
+    next: i64,
+    max: usize,
+}
+
+impl<T> Pending<T> {
+    /// Default for the most requests in flight.
+    pub const DEFAULT_MAX: usize = 1024;
+
+    /// An empty table that holds at most `max_pending` requests.
+    pub fn new(max_pending: usize) -> Self {
+        Self {
+            entries: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
+            next: 1,
+            max: max_pending,
+        }
+    }
+
+    /// Issues the next id for a request and remembers `token` (the caller's handle) until
+    /// the response arrives, the request is cancelled, or `deadline` passes.
+    ///
+    /// # Errors
+    /// [`PendingError::TooMany`] when the table is full; [`PendingError::IdsExhausted`].
+    pub fn register(
+        &mut self,
+        token: T,
+        deadline: Option<Instant>,
+    ) -> Result<RequestId, PendingError> {
+        if self.entries.len() >= self.max {
+            return Err(PendingError::TooMany { limit: self.max });
+        }
+        let id = self.next;
+        self.next = id.checked_add(1).ok_or(PendingError::IdsExhausted)?;
+        if let Some(at) = deadline {
+            self.deadlines.insert((at, id));
+        }
+        self.entries.insert(id, Entry { token, deadline });
+        Ok(RequestId::int(id))
+    }
+
+    /// Matches a response (or error response) id to its request and completes it.
+    pub fn resolve(&mut self, id: &RequestId) -> Resolution<T> {
+        match id.as_int() {
+            Some(n) => match self.remove(n) {
+                Some(token) => Resolution::Matched(token),
+                None if (1..self.next).contains(&n) => Resolution::Stale,
+                None => Resolution::Unknown,
+            },
+            None => Resolution::Unknown,
+        }
+    }
+
+    /// Gives up on a pending request and returns its token; a later response is
+    /// [`Resolution::Stale`]. The caller tells the peer with a `notifications/cancelled`
+    /// ([`MessageBuf::push_cancelled`](super::MessageBuf::push_cancelled)).
+    pub fn cancel(&mut self, id: &RequestId) -> Option<T> {
+        self.remove(id.as_int()?)
+    }
+
+    /// The earliest deadline of a pending request.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadlines.first().map(|&(at, _)| at)
+    }
+
+    /// Expires one request whose deadline is at or before `now`, returning its id and
+    /// token; call until `None`. Calling it early is a no-op.
+    pub fn poll_expired(&mut self, now: Instant) -> Option<(RequestId, T)> {
+        let &(at, id) = self.deadlines.first()?;
+        if at > now {
+            return None;
+        }
+        let token = self.remove(id)?;
+        Some((RequestId::int(id), token))
+    }
+
+    /// Whether `id` is pending.
+    pub fn contains(&self, id: &RequestId) -> bool {
+        id.as_int().is_some_and(|n| self.entries.contains_key(&n))
+    }
+
+    /// Requests pending.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no request is pending.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn remove(&mut self, id: i64) -> Option<T> {
+        let entry = self.entries.remove(&id)?;
+        if let Some(at) = entry.deadline {
+            self.deadlines.remove(&(at, id));
+        }
+        Some(entry.token)
+    }
+}
+
+impl<T> Default for Pending<T> {
+    fn default() -> Self {
+        Self::new(Self::DEFAULT_MAX)
+    }
+}
+
+/// The server side of correlation: the ids of one session's requests still being
+/// handled, so a peer that reuses an id in flight is caught (JSONRPC-3) instead of
+/// having two responses with one id. Bounded, so a peer cannot grow it without limit.
+#[derive(Debug)]
+pub struct InFlight {
+    ids: BTreeSet<RequestId>,
+    max: usize,
+}
+
+impl InFlight {
+    /// Default for the most requests in flight per session.
+    pub const DEFAULT_MAX: usize = 1024;
+
+    /// An empty set that admits at most `max_in_flight` requests.
+    pub fn new(max_in_flight: usize) -> Self {
+        Self {
+            ids: BTreeSet::new(),
+            max: max_in_flight,
+        }
+    }
+
+    /// Records that the request `id` is being handled.
+    ///
+    /// # Errors
+    /// [`PendingError::Reused`] when `id` is already in flight (answer -32600 and leave
+    /// the first request alone); [`PendingError::TooMany`] when the set is full.
+    pub fn begin(&mut self, id: &RequestId) -> Result<(), PendingError> {
+        if self.ids.contains(id) {
+            return Err(PendingError::Reused(id.clone()));
+        }
+        if self.ids.len() >= self.max {
+            return Err(PendingError::TooMany { limit: self.max });
+        }
+        self.ids.insert(id.clone());
+        Ok(())
+    }
+
+    /// Records that the response to `id` was sent (or the request was cancelled);
+    /// returns whether it was in flight.
+    pub fn end(&mut self, id: &RequestId) -> bool {
+        self.ids.remove(id)
+    }
+
+    /// Whether `id` is in flight.
+    pub fn contains(&self, id: &RequestId) -> bool {
+        self.ids.contains(id)
+    }
+
+    /// Requests in flight.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether nothing is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
+
+impl Default for InFlight {
+    fn default() -> Self {
+        Self::new(Self::DEFAULT_MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn jsonrpc_3_ids_are_never_reused_and_late_answers_are_stale() {
+        let mut p = Pending::new(8);
+        let a = p.register("a", None).unwrap();
+        let b = p.register("b", None).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(p.resolve(&b), Resolution::Matched("b"));
+        assert_eq!(p.resolve(&b), Resolution::Stale);
+        assert_eq!(p.cancel(&a), Some("a"));
+        assert_eq!(p.resolve(&a), Resolution::Stale);
+        let c = p.register("c", None).unwrap();
+        assert!(c != a && c != b);
+        assert_eq!(p.resolve(&RequestId::int(99)), Resolution::Unknown);
+        assert_eq!(p.resolve(&RequestId::string("3")), Resolution::Unknown);
+        assert_eq!(p.resolve(&RequestId::int(0)), Resolution::Unknown);
+        assert!(p.contains(&c) && p.len() == 1);
+    }
+
+    #[test]
+    fn deadlines_expire_in_order_and_not_early() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut p = Pending::new(8);
+        let late = p.register(2, Some(t0 + 2 * s)).unwrap();
+        let early = p.register(1, Some(t0 + s)).unwrap();
+        let never = p.register(0, None).unwrap();
+        assert_eq!(p.poll_timeout(), Some(t0 + s));
+        assert_eq!(p.poll_expired(t0), None);
+        assert_eq!(p.poll_expired(t0 + 3 * s), Some((early, 1)));
+        assert_eq!(p.poll_expired(t0 + 3 * s), Some((late.clone(), 2)));
+        assert_eq!(p.poll_expired(t0 + 3 * s), None);
+        assert_eq!(p.poll_timeout(), None);
+        assert_eq!(p.resolve(&late), Resolution::Stale);
+        assert_eq!(p.resolve(&never), Resolution::Matched(0));
+    }
+
+    #[test]
+    fn resolving_removes_the_deadline() {
+        let t0 = Instant::now();
+        let mut p = Pending::new(8);
+        let id = p.register((), Some(t0)).unwrap();
+        assert_eq!(p.resolve(&id), Resolution::Matched(()));
+        assert_eq!(p.poll_timeout(), None);
+        assert_eq!(p.poll_expired(t0), None);
+    }
+
+    #[test]
+    fn the_table_is_bounded() {
+        let mut p = Pending::new(2);
+        p.register((), None).unwrap();
+        let id = p.register((), None).unwrap();
+        assert_eq!(
+            p.register((), None),
+            Err(PendingError::TooMany { limit: 2 })
+        );
+        p.resolve(&id);
+        assert!(p.register((), None).is_ok());
+    }
+
+    #[test]
+    fn jsonrpc_3_server_detects_an_id_reused_in_flight() {
+        let mut f = InFlight::new(2);
+        let one = RequestId::int(1);
+        f.begin(&one).unwrap();
+        assert_eq!(f.begin(&one), Err(PendingError::Reused(one.clone())));
+        f.begin(&RequestId::string("1")).unwrap();
+        assert_eq!(
+            f.begin(&RequestId::int(2)),
+            Err(PendingError::TooMany { limit: 2 })
+        );
+        assert!(f.end(&one));
+        assert!(!f.end(&one));
+        f.begin(&one).unwrap();
+    }
+}

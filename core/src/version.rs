@@ -1,0 +1,113 @@
+//! [`ProtocolVersion`]: the MCP revisions this crate knows, and what each allows.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// An MCP protocol revision (the `protocolVersion` string, e.g. `"2025-06-18"`).
+///
+/// Ordered by date, so `v >= ProtocolVersion::V2025_06_18` reads as "this revision or later".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum ProtocolVersion {
+    /// 2024-11-05: the legacy HTTP+SSE transport.
+    V2024_11_05,
+    /// 2025-03-26: Streamable HTTP; JSON-RPC batches allowed.
+    V2025_03_26,
+    /// 2025-06-18: batches removed; `MCP-Protocol-Version` header.
+    V2025_06_18,
+    /// 2025-11-25: SEP-1699 polling, priming events, `retry`.
+    V2025_11_25,
+    /// 2026-07-28: sessionless; per-request `_meta`, mirrored headers.
+    V2026_07_28,
+}
+
+impl ProtocolVersion {
+    /// Every known revision, oldest first.
+    pub const ALL: [Self; 5] = [
+        Self::V2024_11_05,
+        Self::V2025_03_26,
+        Self::V2025_06_18,
+        Self::V2025_11_25,
+        Self::V2026_07_28,
+    ];
+
+    /// The newest known revision.
+    pub const LATEST: Self = Self::V2026_07_28;
+
+    /// The revision string as it appears on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::V2024_11_05 => "2024-11-05",
+            Self::V2025_03_26 => "2025-03-26",
+            Self::V2025_06_18 => "2025-06-18",
+            Self::V2025_11_25 => "2025-11-25",
+            Self::V2026_07_28 => "2026-07-28",
+        }
+    }
+
+    /// Whether JSON-RPC batches (arrays) may be received: 2025-03-26 only (BATCH-1, BATCH-6).
+    /// 2024-11-05 never mentions them and the SDKs of that era did not send them.
+    pub const fn allows_batches(self) -> bool {
+        matches!(self, Self::V2025_03_26)
+    }
+}
+
+impl fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error for a revision string this crate does not know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownVersion;
+
+impl fmt::Display for UnknownVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("unknown mcp protocol version")
+    }
+}
+
+impl std::error::Error for UnknownVersion {}
+
+impl FromStr for ProtocolVersion {
+    type Err = UnknownVersion;
+
+    /// Exact match only: revision strings are compared byte for byte.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or(UnknownVersion)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_round_trip_and_order_by_date() {
+        for v in ProtocolVersion::ALL {
+            assert_eq!(v.as_str().parse(), Ok(v));
+        }
+        assert!(
+            ProtocolVersion::ALL
+                .windows(2)
+                .all(|w| w[0] < w[1] && w[0].as_str() < w[1].as_str())
+        );
+        assert_eq!(
+            "2025-06-18 ".parse::<ProtocolVersion>(),
+            Err(UnknownVersion)
+        );
+    }
+
+    #[test]
+    fn batch_1_and_batch_6_only_2025_03_26_takes_batches() {
+        let allowed: Vec<_> = ProtocolVersion::ALL
+            .into_iter()
+            .filter(|v| v.allows_batches())
+            .collect();
+        assert_eq!(allowed, [ProtocolVersion::V2025_03_26]);
+    }
+}
