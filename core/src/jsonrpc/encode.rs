@@ -239,21 +239,7 @@ impl MessageBuf {
 
 /// Writes `n` in decimal.
 pub(crate) fn write_int(dst: &mut BytesMut, n: i64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        dst.put_u8(b'-');
-    }
-    dst.extend_from_slice(&digits[i..]);
+    dst.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// Writes `s` as a JSON string: `"` and `\` escaped, control characters as `\n`, `\t`, …

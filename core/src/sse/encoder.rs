@@ -281,19 +281,8 @@ fn put_field(dst: &mut BytesMut, name: &[u8], value: &str) {
 
 /// SSE-ENC-5: milliseconds in ASCII digits.
 fn put_retry(dst: &mut BytesMut, retry: Duration) {
-    let mut digits = [0u8; 20];
-    let mut ms = retry_ms(retry);
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (ms % 10) as u8;
-        ms /= 10;
-        if ms == 0 {
-            break;
-        }
-    }
     dst.put_slice(b"retry: ");
-    dst.put_slice(&digits[i..]);
+    dst.put_slice(itoa::Buffer::new().format(retry_ms(retry)).as_bytes());
     dst.put_u8(b'\n');
 }
 
