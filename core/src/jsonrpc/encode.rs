@@ -58,9 +58,15 @@ impl std::error::Error for EncodeError {}
 /// A reusable buffer of encoded JSON-RPC messages.
 ///
 /// Each `push_*` appends one compact message and returns its text, which can go straight
-/// into an SSE [`Frame`](crate::sse::Frame) (it holds no CR or LF, so it is one `data:`
-/// line) or, through [`MessageBuf::split`], become an HTTP body without a copy. Clear or
-/// split the buffer between messages; its allocation is reused.
+/// into an SSE [`Frame`](crate::sse::Frame) or, through [`MessageBuf::split`], become an
+/// HTTP body without a copy. Clear or split the buffer between messages; its allocation
+/// is reused.
+///
+/// What the buffer writes itself (the envelope, escaped strings, numbers, serde_json's
+/// compact output) holds no CR or LF, so such a message is one `data:` line. A
+/// [`RawJson`] payload is copied byte for byte, line breaks between its tokens included
+/// (a pretty-printed `params`); the SSE encoder then writes several `data:` lines, and
+/// the client decodes the same JSON value with LF for each line break.
 #[derive(Debug, Default)]
 pub struct MessageBuf {
     // INVARIANT: UTF-8: everything appended is UTF-8 (escaped strings, decimal numbers,
@@ -242,43 +248,47 @@ pub(crate) fn write_int(dst: &mut BytesMut, n: i64) {
     dst.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
-/// Writes `s` as a JSON string: `"` and `\` escaped, control characters as `\n`, `\t`, …
-/// or `\u00XX`; everything else (including non-ASCII) as is.
+/// Writes `s` as a JSON string (see [`json_string`]).
 pub(crate) fn write_str(dst: &mut BytesMut, s: &str) {
     dst.reserve(s.len() + 2);
-    dst.put_u8(b'"');
-    let bytes = s.as_bytes();
+    let _ = json_string(s, |piece| {
+        dst.extend_from_slice(piece.as_bytes());
+        Ok::<(), std::convert::Infallible>(())
+    });
+}
+
+/// Hands `put` the pieces of `s` as a quoted JSON string: `"` and `\` escaped, control
+/// characters as `\n`, `\t`, … or `\u00XX`; everything else (non-ASCII included) as is,
+/// as serde_json writes it. Shared by the encoder and `RequestId`'s `Display`.
+pub(crate) fn json_string<E>(s: &str, mut put: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    put("\"")?;
     let mut run = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let short = match b {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            b'\n' => b'n',
-            b'\r' => b'r',
-            b'\t' => b't',
-            0x08 => b'b',
-            0x0c => b'f',
-            0..0x20 => 0,
+    for (i, &b) in s.as_bytes().iter().enumerate() {
+        let mut unicode = *b"\\u0000";
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..0x20 => {
+                unicode[4] = HEX[usize::from(b >> 4)];
+                unicode[5] = HEX[usize::from(b & 15)];
+                // Six ASCII bytes.
+                std::str::from_utf8(&unicode).unwrap_or_default()
+            }
             _ => continue,
         };
-        dst.extend_from_slice(&bytes[run..i]);
-        if short == 0 {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            dst.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 15)],
-            ]);
-        } else {
-            dst.extend_from_slice(&[b'\\', short]);
-        }
+        // `i` is at an ASCII byte, so both slices end on character boundaries.
+        put(&s[run..i])?;
+        put(escape)?;
         run = i + 1;
     }
-    dst.extend_from_slice(&bytes[run..]);
-    dst.put_u8(b'"');
+    put(&s[run..])?;
+    put("\"")
 }
 
 #[cfg(test)]

@@ -135,12 +135,12 @@ impl From<&str> for RequestId {
     }
 }
 
-/// Shows the id as JSON would: `7` or `"7"`, so the two kinds stay distinguishable.
+/// Shows the id as JSON: `7` or `"7"`, so the two kinds stay distinguishable.
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.view() {
             View::Int(n) => write!(f, "{n}"),
-            View::Str(s) => write!(f, "{s:?}"),
+            View::Str(s) => super::encode::json_string(s, |piece| f.write_str(piece)),
         }
     }
 }

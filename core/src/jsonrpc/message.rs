@@ -194,13 +194,19 @@ pub struct Limits {
 impl Limits {
     pub(crate) const DEFAULT_MAX_DEPTH: usize = 128;
 
-    /// The defaults: depth 128 (as serde_json), batches of at most 256 messages.
+    /// The defaults: nesting depth 128 (as serde_json's), batches of at most 256 messages.
     pub const fn new() -> Self {
-        Self { max_depth: Self::DEFAULT_MAX_DEPTH, max_batch_len: 256 }
+        Self {
+            max_depth: Self::DEFAULT_MAX_DEPTH,
+            max_batch_len: 256,
+        }
     }
 
-    /// Sets the deepest nesting of arrays and objects accepted inside one member value of
-    /// a message, e.g. within `params` (clamped to 1024).
+    /// Sets the deepest nesting of arrays and objects accepted in a text, counted over the
+    /// whole text: the message object is one level and a batch array one more, so a
+    /// message's `params` may nest one level less than this (clamped to 1024). A message
+    /// is counted the same way alone and inside a batch, and too deep a text is a JSON
+    /// error (-32700), as in serde_json.
     #[must_use]
     pub const fn with_max_depth(mut self, depth: usize) -> Self {
         self.max_depth = depth;
@@ -214,7 +220,7 @@ impl Limits {
         self
     }
 
-    /// The deepest nesting accepted inside one member value.
+    /// The deepest nesting accepted in a text.
     pub const fn max_depth(&self) -> usize {
         self.max_depth
     }
@@ -321,9 +327,7 @@ impl Classifier {
         version: ProtocolVersion,
     ) -> Result<Parsed<'a>, ParseError> {
         let text = utf8(text)?;
-        // The batch and its element objects add two levels above the member values
-        // that `max_depth` is about.
-        let mut sc = Scanner::new(text.as_bytes(), self.limits.max_depth.saturating_add(2));
+        let mut sc = Scanner::new(text.as_bytes(), self.limits.max_depth);
         if sc.peek() != Some(b'[') {
             return self.classify_str(text).map(Parsed::Single);
         }
@@ -333,8 +337,11 @@ impl Classifier {
         if !version.allows_batches() {
             return Err(ParseError::BatchNotAllowed { version });
         }
+        // The first pass proved the text is JSON within the depth limit, counted the same
+        // way: this one cannot fail on syntax.
         let mut sc = Scanner::new(text.as_bytes(), self.limits.max_depth);
-        sc.expect(b'[').map_err(ParseError::Json)?;
+        sc.enter()?;
+        sc.expect(b'[')?;
         if sc.eat(b']') {
             return Err(ParseError::EmptyBatch);
         }
@@ -363,6 +370,7 @@ impl Classifier {
             }
         }
         sc.expect(b']')?;
+        sc.leave();
         Ok(Parsed::Batch(items))
     }
 }
@@ -403,6 +411,8 @@ fn object<'a>(
     text: &'a str,
 ) -> Result<Result<Message<'a>, ShapeError>, JsonError> {
     let mut m = Members::default();
+    sc.peek();
+    sc.enter()?;
     sc.expect(b'{')?;
     if !sc.eat(b'}') {
         loop {
@@ -466,6 +476,7 @@ fn object<'a>(
         }
         sc.expect(b'}')?;
     }
+    sc.leave();
     Ok(shape(m))
 }
 
@@ -568,6 +579,7 @@ fn error_member<'a>(
         sc.value()?;
         return Ok(None);
     }
+    sc.enter()?;
     sc.expect(b'{')?;
     let (mut code, mut message, mut data) = (None, None, None);
     let mut ok = true;
@@ -615,6 +627,7 @@ fn error_member<'a>(
         }
         sc.expect(b'}')?;
     }
+    sc.leave();
     Ok(match (ok, code, message) {
         (true, Some(code), Some(message)) => Some(ErrorObject {
             code,

@@ -110,6 +110,9 @@ pub(crate) struct Scanner<'a> {
     text: &'a [u8],
     pos: usize,
     max_depth: usize,
+    // INVARIANT: base <= max_depth. The depth of the containers the caller walks by hand
+    // (the message object, a batch array, an error object): values count from it.
+    base: usize,
 }
 
 type Result<T> = std::result::Result<T, JsonError>;
@@ -121,6 +124,7 @@ impl<'a> Scanner<'a> {
             text,
             pos: 0,
             max_depth: max_depth.min(MAX_DEPTH_CAP),
+            base: 0,
         }
     }
 
@@ -144,6 +148,23 @@ impl<'a> Scanner<'a> {
             Some(&b) => self.err(JsonErrorKind::UnexpectedByte(b)),
             None => self.err(JsonErrorKind::UnexpectedEnd),
         }
+    }
+
+    /// Enters a container that the caller walks itself (the message object, a batch,
+    /// an error object), so that nesting is counted over the whole text.
+    pub(crate) fn enter(&mut self) -> Result<()> {
+        if self.base >= self.max_depth {
+            return Err(self.err(JsonErrorKind::TooDeep {
+                limit: self.max_depth,
+            }));
+        }
+        self.base += 1;
+        Ok(())
+    }
+
+    /// Leaves the container of the matching [`enter`](Self::enter).
+    pub(crate) fn leave(&mut self) {
+        self.base = self.base.saturating_sub(1);
     }
 
     /// Skips JSON whitespace and returns the next byte, if any.
@@ -328,17 +349,19 @@ impl<'a> Scanner<'a> {
     }
 
     /// Scans one complete value (after whitespace) and returns its extent. Nested
-    /// containers are walked iteratively with a fixed bit stack.
+    /// containers are walked iteratively with a fixed bit stack; their depth counts from
+    /// the containers [`enter`](Self::enter)ed.
     pub(crate) fn value(&mut self) -> Result<(usize, usize)> {
         self.peek();
         let start = self.pos;
         // Bit d of the stack is 1 when the container at depth d+1 is an object.
         let mut stack = [0u64; MAX_DEPTH_CAP / 64];
-        let mut depth = 0usize;
+        let base = self.base;
+        let mut depth = base;
         'value: loop {
             match self.peek() {
                 Some(open @ (b'{' | b'[')) => {
-                    if depth == self.max_depth {
+                    if depth >= self.max_depth {
                         return Err(self.err(JsonErrorKind::TooDeep {
                             limit: self.max_depth,
                         }));
@@ -373,7 +396,7 @@ impl<'a> Scanner<'a> {
             }
             // A value ended: close containers until one expects another element.
             loop {
-                if depth == 0 {
+                if depth == base {
                     return Ok((start, self.pos));
                 }
                 let d = depth - 1;
