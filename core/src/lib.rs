@@ -23,6 +23,9 @@
 //!   bounded) and [`Encoder`](sse::Encoder).
 //! - [`jsonrpc`]: classify JSON-RPC messages without parsing their payloads, encode them,
 //!   and correlate responses with requests.
+//! - [`resume`]: resumability (SEP-1699): stream-scoped [`EventId`](resume::EventId)s, the
+//!   bounded O(1) [`ReplayRing`](resume::ReplayRing) and the
+//!   [`EventStore`](resume::EventStore) seam.
 //!
 //! Requirement ids (SSE-PARSE-3, …) refer to `TRANSPORT.md`, the project's checklist of
 //! the MCP and WHATWG rules; tests are named after them.
@@ -31,6 +34,7 @@ mod utf8;
 mod version;
 
 pub mod jsonrpc;
+pub mod resume;
 pub mod sse;
 
 pub use utf8::{Utf8Bytes, Utf8Ref};

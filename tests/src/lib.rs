@@ -4,11 +4,14 @@
 //!   that runs mcpwire's decoder into the same owned form, for differential tests, property
 //!   tests and fuzz targets. Depends only on `mcpwire` and `bytes`, so a cargo-fuzz crate
 //!   can use it too.
+//! - [`reference::resume`]: the canonical event id rule, written from its documented
+//!   definition, for the event id property test and fuzz target.
 //! - [`alloc`]: a counting global allocator for the allocation tests.
 
 pub mod alloc;
 
 /// Spec-literal oracles: naive transcriptions of the specifications the core implements.
 pub mod reference {
+    pub mod resume;
     pub mod sse;
 }

@@ -1,0 +1,101 @@
+//! Resumability (SEP-1699): stream-scoped event ids, the replay ring and the event store seam.
+//!
+//! A client whose SSE stream broke (or that the server closed, to poll) reconnects with
+//! GET and `Last-Event-ID`, and must then receive exactly the messages it missed on that
+//! stream: none lost, none twice, none from another stream or session (RESUME-4…7). This
+//! module holds what a server needs for that, with no IO:
+//!
+//! - [`EventId`]: names an event's stream and its position in it, plus an [`Epoch`], so
+//!   ids are unique across every stream of a session (RESUME-2) and the id alone finds
+//!   its stream (RESUME-3), also after a restart.
+//! - [`ReplayRing`]: one stream's encoded frames, bounded by count, bytes and age
+//!   ([`RingLimits`]); locates the frames after an id in O(1).
+//! - [`Replay`]: the answer to a resume: the [`Frames`] to send, up to date, a gap
+//!   (messages were lost), an unknown stream, an id never issued, or pending.
+//! - [`EventStore`]: the seam the server state machine uses (open a stream, append a
+//!   frame, replay, drop a stream or a session); [`MemoryStore`] is the in-memory one,
+//!   bounded by [`StoreLimits`]; [`StoreError`] is what it refuses.
+//!
+//! # Event ids
+//!
+//! `<epoch>:<stream>:<seq>`, three `u64`s in lowercase hex without leading zeros, at most
+//! 50 bytes, for example `9c41d5e6b7a83f2a:1:2a` (TRANSPORT.md §14.1 suggests
+//! `<stream>:<seq>`; the epoch is added so ids of an earlier process are never taken for
+//! current ones). [`EventId::encode`] writes it on the stack; [`EventId::parse_bytes`]
+//! accepts exactly that text, from any bytes, and never panics. Within a stream, the
+//! sequence numbers have no holes: event `n + 1` follows event `n`. That is what makes
+//! the replay locate O(1) and a gap exact. Clients treat ids as opaque.
+//!
+//! # Using the store
+//!
+//! For each resumable SSE stream (a POST response stream or the GET stream), the server:
+//!
+//! 1. opens it with [`EventStore::open_stream`] (a limit error means: serve it without
+//!    ids, or refuse it);
+//! 2. encodes every frame, the priming event first (RESUME-8), with
+//!    [`EventStore::append_with`], which hands the encoder the stream's next id, retains
+//!    the bytes and returns them for the socket: each frame is encoded once;
+//! 3. on a GET with `Last-Event-ID`, parses it ([`EventId::parse_bytes`]; an error is a
+//!    400) and asks [`EventStore::replay_after`] with the request's session; it writes
+//!    [`Replay::Frames`] then continues the stream live, and answers the other outcomes as
+//!    their docs say (never by pretending the stream is up to date);
+//! 4. drops the stream when it is finished and its frames can no longer be asked for
+//!    (TRANSPORT.md §14.2), and the session's streams when the session ends (§14.15).
+//!
+//! # Stores in another process
+//!
+//! Servers behind a load balancer need a shared store (Redis Streams, say), so a client
+//! can resume on another node. The core still does no IO; an adapter implements
+//! [`EventStore`] synchronously and queues the IO for the driver:
+//!
+//! - Ids are issued locally: the node serving a stream is its only writer, so
+//!   `open_stream` and `next_id` read local counters. Each node (each process) has its
+//!   own [`Epoch`], so two nodes never issue the same id, and `(epoch, stream)` is a
+//!   stream's key in the shared store.
+//! - `append` keeps the frame in a local [`MemoryStore`] (a resume on the same node needs
+//!   no IO) and queues a write (for example `XADD <session>:<epoch>:<stream> <seq>-0
+//!   frame <bytes>`, trimmed by `MAXLEN`), which the driver drains and performs in order.
+//! - `replay_after` answers from the local store when it has the stream. Otherwise it
+//!   queues a fetch and answers [`Replay::Pending`]: the server parks the resuming
+//!   request and asks its driver (as an output) to fetch; the driver reads the stream's
+//!   next sequence number and the frames after the id (`XRANGE … (<seq>-0 +`), builds
+//!   the answer with [`Replay::from_window`], which applies exactly the ring's rules, and
+//!   hands it to the server's replay input. The frames borrow the driver's buffer only
+//!   for that call.
+//! - `drop_stream` and `drop_session` queue deletes.
+//!
+//! A frame whose write is still queued is not yet visible to other nodes: a resume there
+//! sees an older newest id and replays up to it; the client's next resume, after its
+//! newest id, gets the rest. Nothing is lost or repeated, because ids within a stream are
+//! contiguous.
+//!
+//! ```
+//! use bytes::Bytes;
+//! use mcpwire::resume::{Epoch, EventId, Replay, StreamId};
+//!
+//! // The driver fetched, from the shared store, stream 4 of node epoch 0x77: its next
+//! // sequence number is 10, and the frames after the client's id 0x77:4:6 are 7, 8, 9.
+//! let after = EventId::parse("77:4:6")?;
+//! let next = EventId::new(Epoch::new(0x77), StreamId::new(4), 10);
+//! let fetched: Vec<Bytes> = vec!["seven".into(), "eight".into(), "nine".into()];
+//! let replay = Replay::from_window(after, next, &fetched);
+//! assert!(matches!(replay, Replay::Frames(ref f) if f.len() == 3));
+//! // The driver hands `replay` to the server state machine's replay input, which treats
+//! // it exactly as an answer the store gave at once.
+//! # Ok::<(), mcpwire::resume::EventIdError>(())
+//! ```
+//!
+//! # Requirements
+//!
+//! RESUME-1…3 (ids), RESUME-5…7 (replay of the same stream only, ids as cursors),
+//! RESUME-8 (the priming event is an ordinary frame with an id), TRANSPORT.md §14.1
+//! (id format), §14.2 (bounded ring, gaps reported), §14.3 (unknown ids), §14.15 (DELETE
+//! drops the frames). The tests are named after them.
+
+mod event_id;
+mod ring;
+mod store;
+
+pub use event_id::{Epoch, EventId, EventIdBuf, EventIdError, StreamId};
+pub use ring::{Frames, Replay, ReplayRing, RingLimits};
+pub use store::{EventStore, MemoryStore, StoreError, StoreLimits};
