@@ -22,8 +22,9 @@ pub enum ProtocolVersion {
 }
 
 impl ProtocolVersion {
-    /// Every known revision, oldest first.
-    pub const ALL: [Self; 5] = [
+    /// Every known revision, oldest first. A slice, so that adding a revision changes
+    /// no public type.
+    pub const ALL: &'static [Self] = &[
         Self::V2024_11_05,
         Self::V2025_03_26,
         Self::V2025_06_18,
@@ -31,8 +32,19 @@ impl ProtocolVersion {
         Self::V2026_07_28,
     ];
 
-    /// The newest known revision.
+    /// The newest known revision. It is sessionless and has no `initialize`: a client
+    /// that negotiates in `initialize` offers [`LATEST_WITH_INITIALIZE`](Self::LATEST_WITH_INITIALIZE).
     pub const LATEST: Self = Self::V2026_07_28;
+
+    /// The newest revision negotiated by `initialize` (JSONRPC-11).
+    pub const LATEST_WITH_INITIALIZE: Self = Self::V2025_11_25;
+
+    /// Whether the revision opens a session with `initialize` (2025-11-25 and earlier;
+    /// TRANSPORT.md §16 calls these the legacy era). 2026-07-28 carries the version in
+    /// every request's `_meta` instead (MODERN-3).
+    pub const fn uses_initialize(self) -> bool {
+        !matches!(self, Self::V2026_07_28)
+    }
 
     /// The revision string as it appears on the wire.
     pub const fn as_str(self) -> &'static str {
@@ -76,7 +88,8 @@ impl FromStr for ProtocolVersion {
     /// Exact match only: revision strings are compared byte for byte.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|v| v.as_str() == s)
             .ok_or(UnknownVersion)
     }
@@ -88,9 +101,11 @@ mod tests {
 
     #[test]
     fn versions_round_trip_and_order_by_date() {
-        for v in ProtocolVersion::ALL {
+        for &v in ProtocolVersion::ALL {
             assert_eq!(v.as_str().parse(), Ok(v));
         }
+        assert!(ProtocolVersion::LATEST_WITH_INITIALIZE.uses_initialize());
+        assert!(!ProtocolVersion::LATEST.uses_initialize());
         assert!(
             ProtocolVersion::ALL
                 .windows(2)
@@ -105,7 +120,8 @@ mod tests {
     #[test]
     fn batch_1_and_batch_6_only_2025_03_26_takes_batches() {
         let allowed: Vec<_> = ProtocolVersion::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|v| v.allows_batches())
             .collect();
         assert_eq!(allowed, [ProtocolVersion::V2025_03_26]);

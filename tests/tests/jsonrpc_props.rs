@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 
 use mcpwire::ProtocolVersion;
 use mcpwire::jsonrpc::{
-    Classifier, ErrorCode, INLINE_ID_LEN, InFlight, Json, JsonErrorKind, Kind, Limits, Message,
-    MessageBuf, ParseError, Parsed, Pending, PendingError, RawJson, RequestId, Resolution, Shape,
-    ToJson, classify,
+    Classifier, ErrorCode, INLINE_ID_LEN, InFlight, InFlightError, Json, JsonErrorKind, Kind,
+    Limits, Message, MessageBuf, ParseError, Parsed, Pending, PendingError, RawJson, RequestId,
+    Resolution, Shape, ToJson, classify,
 };
 use proptest::collection::vec;
 use proptest::option;
@@ -1429,7 +1429,7 @@ proptest! {
         check_built(&b, msg)?;
         check_raw_slices(msg, text.as_bytes())?;
         prop_assert_eq!(&Classifier::default().classify_str(&text), &got);
-        for v in ProtocolVersion::ALL {
+        for &v in ProtocolVersion::ALL {
             prop_assert_eq!(Classifier::default().parse(text.as_bytes(), v), got.clone().map(Parsed::Single));
         }
         // In a batch (2025-03-26 only), with whitespace around it and a second element.
@@ -1465,7 +1465,7 @@ proptest! {
         let default = Classifier::default();
         let got = classify(&input);
         let _ = tiny.classify(&input);
-        for v in ProtocolVersion::ALL {
+        for &v in ProtocolVersion::ALL {
             let parsed = default.parse(&input, v);
             let _ = tiny.parse(&input, v);
             let first = input.iter().find(|b| !b" \t\r\n".contains(b));
@@ -1558,7 +1558,7 @@ proptest! {
             }
             Ok(_) => prop_assert!(!is_json_error(&got), "{:?}: {:?}", text, got),
         }
-        for v in ProtocolVersion::ALL {
+        for &v in ProtocolVersion::ALL {
             prop_assert_eq!(is_json_error(&Classifier::default().parse(text.as_bytes(), v)), ignored.is_err());
         }
         match serde_json::from_str::<Value>(&text) {
@@ -1596,7 +1596,7 @@ proptest! {
         let expect = model(&fields)?;
         let got = classify(text.as_bytes());
         check_model(&expect, &got, &text)?;
-        for v in ProtocolVersion::ALL {
+        for &v in ProtocolVersion::ALL {
             prop_assert_eq!(Classifier::default().parse(text.as_bytes(), v), got.clone().map(Parsed::Single));
         }
         let batch = format!("[{text}]");
@@ -1700,9 +1700,9 @@ proptest! {
         for (begin, id) in ops {
             if begin {
                 let expected = if set.contains(&id) {
-                    Err(PendingError::Reused(id.clone()))
+                    Err(InFlightError::Reused(id.clone()))
                 } else if set.len() >= max {
-                    Err(PendingError::TooMany { limit: max })
+                    Err(InFlightError::TooMany { limit: max })
                 } else {
                     set.insert(id.clone());
                     Ok(())
@@ -1850,10 +1850,7 @@ fn batch_5_empty_and_mixed_batches() {
         c.parse(b" [ ] ", ProtocolVersion::V2025_03_26),
         Err(ParseError::EmptyBatch)
     );
-    for v in ProtocolVersion::ALL
-        .into_iter()
-        .filter(|v| !v.allows_batches())
-    {
+    for &v in ProtocolVersion::ALL.iter().filter(|v| !v.allows_batches()) {
         assert_eq!(
             c.parse(b"[]", v),
             Err(ParseError::BatchNotAllowed { version: v })
@@ -1939,7 +1936,7 @@ fn classify_and_parse_agree_on_deep_arrays() {
         let text = format!("[{}]", nested(depth));
         let classified = is_json_error(&c.classify(text.as_bytes()));
         assert_eq!(classified, depth >= 128, "{depth}");
-        for v in ProtocolVersion::ALL {
+        for &v in ProtocolVersion::ALL {
             assert_eq!(
                 is_json_error(&c.parse(text.as_bytes(), v)),
                 classified,

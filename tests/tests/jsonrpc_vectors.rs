@@ -301,6 +301,13 @@ fn duplicate_envelope_members_are_rejected() {
             "{text}"
         );
     }
+    // With two ids, the error carries neither; with one id, it carries it.
+    assert_eq!(
+        shape_err(r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"a"}"#).id,
+        None
+    );
+    let dup_method = r#"{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}"#;
+    assert_eq!(shape_err(dup_method).id, Some(RequestId::int(1)));
 }
 
 #[test]
@@ -364,7 +371,7 @@ fn batch_1_batches_are_accepted_under_2025_03_26() {
         })
     );
     // A single message parses as one under every version.
-    for version in ProtocolVersion::ALL {
+    for &version in ProtocolVersion::ALL {
         let single = Classifier::default()
             .parse(br#" {"jsonrpc":"2.0","method":"m"}"#, version)
             .unwrap();

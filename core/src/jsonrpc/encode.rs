@@ -63,10 +63,11 @@ impl std::error::Error for EncodeError {}
 /// is reused.
 ///
 /// What the buffer writes itself (the envelope, escaped strings, numbers, serde_json's
-/// compact output) holds no CR or LF, so such a message is one `data:` line. A
-/// [`RawJson`] payload is copied byte for byte, line breaks between its tokens included
-/// (a pretty-printed `params`); the SSE encoder then writes several `data:` lines, and
-/// the client decodes the same JSON value with LF for each line break.
+/// compact output of ordinary values) holds no CR or LF, so such a message is one
+/// `data:` line. Raw JSON is copied byte for byte, line breaks between its tokens
+/// included: a [`RawJson`] payload, or a serde_json `RawValue` inside a [`Json`] value,
+/// may be pretty-printed. The SSE encoder then writes several `data:` lines, and the
+/// client decodes the same JSON value with LF for each line break.
 #[derive(Debug, Default)]
 pub struct MessageBuf {
     // INVARIANT: UTF-8: everything appended is UTF-8 (escaped strings, decimal numbers,
@@ -89,8 +90,7 @@ impl MessageBuf {
 
     /// Everything encoded since the last clear or split.
     pub fn as_str(&self) -> &str {
-        // The invariant makes this infallible.
-        simdutf8::basic::from_utf8(&self.buf).unwrap_or_default()
+        simdutf8::basic::from_utf8(&self.buf).expect("INVARIANT: MessageBuf holds UTF-8")
     }
 
     /// Bytes encoded since the last clear or split.
@@ -238,8 +238,7 @@ impl MessageBuf {
     }
 
     fn written(&self, start: usize) -> &str {
-        // The invariant makes this infallible.
-        simdutf8::basic::from_utf8(&self.buf[start..]).unwrap_or_default()
+        simdutf8::basic::from_utf8(&self.buf[start..]).expect("INVARIANT: MessageBuf holds UTF-8")
     }
 }
 
@@ -277,8 +276,7 @@ pub(crate) fn json_string<E>(s: &str, mut put: impl FnMut(&str) -> Result<(), E>
             0..0x20 => {
                 unicode[4] = HEX[usize::from(b >> 4)];
                 unicode[5] = HEX[usize::from(b & 15)];
-                // Six ASCII bytes.
-                std::str::from_utf8(&unicode).unwrap_or_default()
+                std::str::from_utf8(&unicode).expect("six ASCII bytes")
             }
             _ => continue,
         };

@@ -60,11 +60,10 @@ impl RequestId {
     pub fn as_str(&self) -> Option<&str> {
         match &self.0 {
             Repr::Int(_) => None,
-            Repr::Inline { len, bytes } => {
-                // The invariant makes this infallible; a failure would be a bug here,
-                // and an empty string is the harmless answer.
-                Some(std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or(""))
-            }
+            Repr::Inline { len, bytes } => Some(
+                std::str::from_utf8(&bytes[..usize::from(*len)])
+                    .expect("INVARIANT: an inline id is UTF-8"),
+            ),
             Repr::Shared(s) => Some(s),
         }
     }
@@ -78,7 +77,7 @@ impl RequestId {
     fn view(&self) -> View<'_> {
         match self.as_int() {
             Some(n) => View::Int(n),
-            None => View::Str(self.as_str().unwrap_or("")),
+            None => View::Str(self.as_str().expect("not an integer, so a string")),
         }
     }
 

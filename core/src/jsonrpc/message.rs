@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::error::{ErrorCode, ParseError, Shape, ShapeError};
 use super::id::RequestId;
-use super::scan::{JsonError, JsonErrorKind, Scanner, StrToken, unescape};
+use super::scan::{JsonError, JsonErrorKind, MAX_DEPTH_CAP, Scanner, StrToken, unescape};
 use crate::version::ProtocolVersion;
 
 /// A JSON value exactly as it appeared in the input: validated, never parsed into a tree.
@@ -144,7 +144,7 @@ impl Kind {
     }
 }
 
-impl Message<'_> {
+impl<'a> Message<'a> {
     /// Which of the four shapes this is.
     pub const fn kind(&self) -> Kind {
         match self {
@@ -175,7 +175,7 @@ impl Message<'_> {
     }
 
     /// The `params` value, for requests and notifications that have one.
-    pub fn params(&self) -> Option<RawJson<'_>> {
+    pub fn params(&self) -> Option<RawJson<'a>> {
         match self {
             Self::Request(r) => r.params,
             Self::Notification(n) => n.params,
@@ -206,10 +206,15 @@ impl Limits {
     /// whole text: the message object is one level and a batch array one more, so a
     /// message's `params` may nest one level less than this (clamped to 1024). A message
     /// is counted the same way alone and inside a batch, and too deep a text is a JSON
-    /// error (-32700), as in serde_json.
+    /// error (-32700), as in serde_json. Below 2 even an error response (an object in an
+    /// object) is too deep; 0 refuses every message.
     #[must_use]
     pub const fn with_max_depth(mut self, depth: usize) -> Self {
-        self.max_depth = depth;
+        self.max_depth = if depth < MAX_DEPTH_CAP {
+            depth
+        } else {
+            MAX_DEPTH_CAP
+        };
         self
     }
 
@@ -648,6 +653,8 @@ fn shape(m: Members<'_>) -> Result<Message<'_>, ShapeError> {
     };
     let fail = |id, shape| Err(ShapeError::new(id, shape));
     if let Some(name) = m.duplicate {
+        // With two ids, echoing either would take a side: answer with none.
+        let id = if name == "id" { None } else { id };
         return fail(id, Shape::DuplicateMember(name));
     }
     match m.version_ok {

@@ -27,8 +27,8 @@
 //! Why not simd-json's value or tape API on the fast path: both build a node for every
 //! value in the document, copy (unescape) every string, and keep no source offsets, so
 //! a raw `params` or `result` could not be handed out without re-serializing it. The
-//! scanner here validates with the same rules and skips string bodies eight bytes at a
-//! time; the `jsonrpc` bench measures it against simd-json and serde_json side by side.
+//! scanner here validates RFC 8259's grammar (as serde_json does) and skips string
+//! bodies eight bytes at a time; the `jsonrpc` bench measures it against simd-json and serde_json side by side.
 
 mod encode;
 mod error;
@@ -44,5 +44,5 @@ pub use message::{
     Classifier, ErrorObject, ErrorResponse, Kind, Limits, Message, Notification, Parsed, RawJson,
     Request, Response, classify,
 };
-pub use pending::{InFlight, Pending, PendingError, Resolution};
+pub use pending::{InFlight, InFlightError, Pending, PendingError, Resolution};
 pub use scan::{JsonError, JsonErrorKind};

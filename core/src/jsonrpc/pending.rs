@@ -5,34 +5,67 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Instant;
 
+use super::error::ErrorCode;
 use super::id::RequestId;
 
-/// Why a request could not be registered or begun.
+/// Why the client could not register a request (local limits, not the peer's doing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PendingError {
-    /// The table already holds its maximum number of requests.
+    /// The table already holds its maximum number of requests: wait for responses.
     TooMany {
         /// The configured limit.
         limit: usize,
     },
-    /// Every integer id has been issued (after 2⁶³ requests).
+    /// Every integer id has been issued (after 2⁶³ − 1 requests).
     IdsExhausted,
-    /// The peer sent a request whose id is still in flight in this session (JSONRPC-3).
-    Reused(RequestId),
 }
 
 impl fmt::Display for PendingError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::TooMany { limit } => write!(f, "more than {limit} requests in flight"),
+            Self::TooMany { limit } => write!(f, "more than {limit} requests pending"),
             Self::IdsExhausted => f.write_str("request ids exhausted"),
-            Self::Reused(id) => write!(f, "request id {id} is already in flight"),
         }
     }
 }
 
 impl std::error::Error for PendingError {}
+
+/// Why the server would not begin handling a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InFlightError {
+    /// Peer violation: the request's id is still in flight in this session (JSONRPC-3).
+    Reused(RequestId),
+    /// Limit: the session already has its maximum number of requests in flight.
+    TooMany {
+        /// The configured limit.
+        limit: usize,
+    },
+}
+
+impl InFlightError {
+    /// The code of the error response to send for the refused request: -32600 for a
+    /// reused id; -32603 for the server's own limit (JSON-RPC has no "busy" code).
+    pub const fn jsonrpc_code(&self) -> ErrorCode {
+        match self {
+            Self::Reused(_) => ErrorCode::INVALID_REQUEST,
+            Self::TooMany { .. } => ErrorCode::INTERNAL_ERROR,
+        }
+    }
+}
+
+impl fmt::Display for InFlightError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Reused(id) => write!(f, "request id {id} is already in flight"),
+            Self::TooMany { limit } => write!(f, "more than {limit} requests in flight"),
+        }
+    }
+}
+
+impl std::error::Error for InFlightError {}
 
 /// What became of a response's id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,13 +158,26 @@ impl<T> Pending<T> {
         self.remove(id.as_int()?)
     }
 
+    /// Removes every pending request and returns them with their tokens, in id order:
+    /// when the connection or the session is gone (fail each with -32000, or re-send).
+    /// Ids keep counting, so a late response to a drained request is
+    /// [`Resolution::Stale`], never matched to a newer request.
+    pub fn drain(&mut self) -> impl Iterator<Item = (RequestId, T)> + use<T> {
+        self.deadlines.clear();
+        std::mem::take(&mut self.entries)
+            .into_iter()
+            .map(|(id, entry)| (RequestId::int(id), entry.token))
+    }
+
     /// The earliest deadline of a pending request.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.deadlines.first().map(|&(at, _)| at)
     }
 
     /// Expires one request whose deadline is at or before `now`, returning its id and
     /// token; call until `None`. Calling it early is a no-op.
+    #[must_use]
     pub fn poll_expired(&mut self, now: Instant) -> Option<(RequestId, T)> {
         let &(at, id) = self.deadlines.first()?;
         if at > now {
@@ -195,14 +241,14 @@ impl InFlight {
     /// Records that the request `id` is being handled.
     ///
     /// # Errors
-    /// [`PendingError::Reused`] when `id` is already in flight (answer -32600 and leave
-    /// the first request alone); [`PendingError::TooMany`] when the set is full.
-    pub fn begin(&mut self, id: &RequestId) -> Result<(), PendingError> {
+    /// [`InFlightError::Reused`] when `id` is already in flight (answer -32600 and leave
+    /// the first request alone); [`InFlightError::TooMany`] when the set is full.
+    pub fn begin(&mut self, id: &RequestId) -> Result<(), InFlightError> {
         if self.ids.contains(id) {
-            return Err(PendingError::Reused(id.clone()));
+            return Err(InFlightError::Reused(id.clone()));
         }
         if self.ids.len() >= self.max {
-            return Err(PendingError::TooMany { limit: self.max });
+            return Err(InFlightError::TooMany { limit: self.max });
         }
         self.ids.insert(id.clone());
         Ok(())
@@ -288,6 +334,20 @@ mod tests {
     }
 
     #[test]
+    fn drain_fails_everything_and_later_answers_are_stale() {
+        let t0 = Instant::now();
+        let mut p = Pending::new(8);
+        let a = p.register("a", Some(t0)).unwrap();
+        let b = p.register("b", None).unwrap();
+        assert_eq!(p.drain().collect::<Vec<_>>(), [(a.clone(), "a"), (b, "b")]);
+        assert!(p.is_empty() && p.poll_timeout().is_none());
+        let c = p.register("c", None).unwrap();
+        assert_ne!(c, a);
+        assert_eq!(p.resolve(&a), Resolution::Stale);
+        assert_eq!(p.resolve(&c), Resolution::Matched("c"));
+    }
+
+    #[test]
     fn the_table_is_bounded() {
         let mut p = Pending::new(2);
         p.register((), None).unwrap();
@@ -305,11 +365,13 @@ mod tests {
         let mut f = InFlight::new(2);
         let one = RequestId::int(1);
         f.begin(&one).unwrap();
-        assert_eq!(f.begin(&one), Err(PendingError::Reused(one.clone())));
+        let reused = f.begin(&one).unwrap_err();
+        assert_eq!(reused, InFlightError::Reused(one.clone()));
+        assert_eq!(reused.jsonrpc_code(), ErrorCode::INVALID_REQUEST);
         f.begin(&RequestId::string("1")).unwrap();
         assert_eq!(
             f.begin(&RequestId::int(2)),
-            Err(PendingError::TooMany { limit: 2 })
+            Err(InFlightError::TooMany { limit: 2 })
         );
         assert!(f.end(&one));
         assert!(!f.end(&one));

@@ -56,13 +56,17 @@ impl fmt::Display for JsonError {
             JsonErrorKind::UnexpectedEnd => {
                 write!(f, "unexpected end of json at byte {}", self.offset)
             }
-            JsonErrorKind::UnexpectedByte(b) => {
+            // ASCII as a character; any other byte (part of a UTF-8 sequence) in hex.
+            JsonErrorKind::UnexpectedByte(b) if b.is_ascii() => {
                 write!(
                     f,
                     "unexpected byte {:?} at byte {}",
                     char::from(b),
                     self.offset
                 )
+            }
+            JsonErrorKind::UnexpectedByte(b) => {
+                write!(f, "unexpected byte 0x{b:02x} at byte {}", self.offset)
             }
             JsonErrorKind::InvalidEscape => {
                 write!(f, "invalid string escape at byte {}", self.offset)
@@ -231,21 +235,24 @@ impl<'a> Scanner<'a> {
                     escaped = true;
                     i = match text.get(i + 1) {
                         Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i + 2,
-                        Some(b'u') => match text.get(i + 2..i + 6) {
-                            Some(hex) if hex.iter().all(u8::is_ascii_hexdigit) => i + 6,
-                            Some(_) => {
+                        Some(b'u') => {
+                            // Judge the digits that are there before blaming the end: a
+                            // short `\u1"` is a bad escape, not a truncated text.
+                            let hex = &text[i + 2..text.len().min(i + 6)];
+                            if !hex.iter().all(u8::is_ascii_hexdigit) {
                                 return Err(JsonError {
                                     offset: i,
                                     kind: JsonErrorKind::InvalidEscape,
                                 });
                             }
-                            None => {
+                            if hex.len() < 4 {
                                 return Err(JsonError {
                                     offset: text.len(),
                                     kind: JsonErrorKind::UnexpectedEnd,
                                 });
                             }
-                        },
+                            i + 6
+                        }
                         Some(_) => {
                             return Err(JsonError {
                                 offset: i,
@@ -586,6 +593,9 @@ mod tests {
             ("\"\\u12g4\"", JsonErrorKind::InvalidEscape, 1),
             ("\"a\tb\"", JsonErrorKind::ControlInString, 2),
             ("\"abc", JsonErrorKind::UnexpectedEnd, 4),
+            ("\"\\u1\"", JsonErrorKind::InvalidEscape, 1),
+            ("[\"\\u1\"]", JsonErrorKind::InvalidEscape, 2),
+            ("\"\\u12", JsonErrorKind::UnexpectedEnd, 5),
             ("tru", JsonErrorKind::UnexpectedEnd, 3),
             ("nul1", JsonErrorKind::UnexpectedByte(b'1'), 3),
             ("[}", JsonErrorKind::UnexpectedByte(b'}'), 1),
@@ -596,6 +606,20 @@ mod tests {
         for &(text, kind, offset) in cases {
             assert_eq!(check(text), Err(JsonError { offset, kind }), "{text:?}");
         }
+    }
+
+    #[test]
+    fn errors_name_non_ascii_bytes_in_hex() {
+        let e = JsonError {
+            offset: 0,
+            kind: JsonErrorKind::UnexpectedByte(0xef),
+        };
+        assert_eq!(e.to_string(), "unexpected byte 0xef at byte 0");
+        let e = JsonError {
+            offset: 3,
+            kind: JsonErrorKind::UnexpectedByte(b'x'),
+        };
+        assert_eq!(e.to_string(), "unexpected byte 'x' at byte 3");
     }
 
     #[test]
