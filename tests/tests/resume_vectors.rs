@@ -487,15 +487,18 @@ impl Shared {
     }
 
     /// The driver's fetch for a `Pending` replay (`XRANGE` after the id): the stream's next
-    /// id and its retained frames after `after`; `None` if it has no such stream.
+    /// retained frames after `after` and the id of the first of them (the stream's next
+    /// id if there are none); `None` if it has no such stream.
     fn fetch(&self, session: &str, after: EventId) -> Option<(EventId, Vec<Bytes>)> {
         let (next, frames) =
             self.streams
                 .get(&(session.to_owned(), after.epoch(), after.stream()))?;
         let after_count = next.saturating_sub(after.seq() + 1) as usize;
         let skip = frames.len().saturating_sub(after_count);
-        let next = EventId::new(after.epoch(), after.stream(), *next);
-        Some((next, frames.iter().skip(skip).cloned().collect()))
+        let window: Vec<Bytes> = frames.iter().skip(skip).cloned().collect();
+        // The first fetched frame's id (the stream's next id when nothing is fetched).
+        let first = EventId::new(after.epoch(), after.stream(), next - window.len() as u64);
+        Some((first, window))
     }
 }
 
@@ -510,9 +513,9 @@ fn resume_on(
     let fetched;
     let replay = match node.replay_after(now, &session.to_owned(), after) {
         Replay::Pending => match shared.fetch(session, after) {
-            Some((next, frames)) => {
+            Some((first, frames)) => {
                 fetched = frames;
-                Replay::from_window(after, next, &fetched)
+                Replay::from_window(after, first, &fetched)
             }
             None => Replay::UnknownStream,
         },
@@ -589,9 +592,9 @@ fn remote_store_resume_on_another_node_via_pending_and_from_window() {
     assert_eq!(resume_on(&mut a, &shared, &session, ids[2]).len(), 1);
 
     // The shared store trimmed the priming event and m0: the same rules report a gap.
-    let (next, fetched) = shared.fetch(&session, primed).unwrap();
+    let (first, fetched) = shared.fetch(&session, primed).unwrap();
     assert!(matches!(
-        Replay::from_window(primed, next, &fetched),
+        Replay::from_window(primed, first, &fetched),
         Replay::Gap { missed: 1, .. }
     ));
     // Another session, a dropped stream, or after DELETE: the fetch finds nothing.

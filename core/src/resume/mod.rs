@@ -32,9 +32,11 @@
 //!
 //! 1. opens it with [`EventStore::open_stream`] (a limit error means: serve it without
 //!    ids, or refuse it);
-//! 2. encodes every frame, the priming event first (RESUME-8), with
-//!    [`EventStore::append_with`], which hands the encoder the stream's next id, retains
-//!    the bytes and returns them for the socket: each frame is encoded once;
+//! 2. encodes every frame with [`EventStore::append_with`], which hands the encoder the
+//!    stream's next id, retains the bytes and returns them for the socket: each frame is
+//!    encoded once. For peers on 2025-11-25 or later the first frame is the priming event
+//!    (RESUME-8); older peers may choke on its empty data (TRANSPORT.md §14.5), and
+//!    2026-07-28 has no resumability at all (MODERN-12);
 //! 3. on a GET with `Last-Event-ID`, parses it ([`EventId::parse_bytes`]; an error is a
 //!    400) and asks [`EventStore::replay_after`] with the request's session; it writes
 //!    [`Replay::Frames`] then continues the stream live, and answers the other outcomes as
@@ -46,39 +48,45 @@
 //!
 //! Servers behind a load balancer need a shared store (Redis Streams, say), so a client
 //! can resume on another node. The core still does no IO; an adapter implements
-//! [`EventStore`] synchronously and queues the IO for the driver:
+//! [`EventStore`] synchronously and queues the writes for the driver:
 //!
 //! - Ids are issued locally: the node serving a stream is its only writer, so
 //!   `open_stream` and `next_id` read local counters. Each node (each process) has its
 //!   own [`Epoch`], so two nodes never issue the same id, and `(epoch, stream)` is a
 //!   stream's key in the shared store.
 //! - `append` keeps the frame in a local [`MemoryStore`] (a resume on the same node needs
-//!   no IO) and queues a write (for example `XADD <session>:<epoch>:<stream> <seq>-0
-//!   frame <bytes>`, trimmed by `MAXLEN`), which the driver drains and performs in order.
-//! - `replay_after` answers from the local store when it has the stream. Otherwise it
-//!   queues a fetch and answers [`Replay::Pending`]: the server parks the resuming
-//!   request and asks its driver (as an output) to fetch; the driver reads the stream's
-//!   next sequence number and the frames after the id (`XRANGE … (<seq>-0 +`), builds
-//!   the answer with [`Replay::from_window`], which applies exactly the ring's rules, and
-//!   hands it to the server's replay input. The frames borrow the driver's buffer only
-//!   for that call.
+//!   no IO) and queues a write (for example `XADD <session>:<epoch>:<stream> <seq+1>-0
+//!   frame <bytes>`, trimmed by `MAXLEN`; Redis ids start above `0-0`), which the driver
+//!   drains and performs in order. A write that fails leaves a hole in the shared
+//!   stream, which a later fetch from another node reports as a gap (below).
+//! - `replay_after` answers from the local store when it has the stream, and
+//!   [`Replay::Pending`] otherwise. The fetch then belongs to the server state machine,
+//!   not to the store: it parks the resuming request under its own exchange id and emits
+//!   an output asking the driver to fetch the frames after the id. The driver reads them
+//!   (`XRANGE … (<seq+1>-0 +`), keeps the run after the last hole if there is one, builds
+//!   the answer with [`Replay::from_window`] (exactly the ring's rules, counted from the
+//!   id of the first fetched frame), and hands it back with that exchange id. The
+//!   frames borrow the driver's buffer only for that call.
+//! - A stream another node writes cannot be continued live here: after the replayed
+//!   frames the server sends a `retry` and closes the response (RESUME-9, RESUME-10), and
+//!   the client resumes again after its newest id, on whichever node.
 //! - `drop_stream` and `drop_session` queue deletes.
 //!
 //! A frame whose write is still queued is not yet visible to other nodes: a resume there
-//! sees an older newest id and replays up to it; the client's next resume, after its
+//! replays up to the newest frame it can see, and the client's next resume, after its
 //! newest id, gets the rest. Nothing is lost or repeated, because ids within a stream are
-//! contiguous.
+//! consecutive and every hole is reported.
 //!
 //! ```
 //! use bytes::Bytes;
-//! use mcpwire::resume::{Epoch, EventId, Replay, StreamId};
+//! use mcpwire::resume::{EventId, Replay};
 //!
-//! // The driver fetched, from the shared store, stream 4 of node epoch 0x77: its next
-//! // sequence number is 10, and the frames after the client's id 0x77:4:6 are 7, 8, 9.
+//! // The driver fetched, from the shared store, the frames of stream 4 of node epoch
+//! // 0x77 after the client's id 0x77:4:6: events 7, 8 and 9.
 //! let after = EventId::parse("77:4:6")?;
-//! let next = EventId::new(Epoch::new(0x77), StreamId::new(4), 10);
+//! let first = EventId::parse("77:4:7")?;
 //! let fetched: Vec<Bytes> = vec!["seven".into(), "eight".into(), "nine".into()];
-//! let replay = Replay::from_window(after, next, &fetched);
+//! let replay = Replay::from_window(after, first, &fetched);
 //! assert!(matches!(replay, Replay::Frames(ref f) if f.len() == 3));
 //! // The driver hands `replay` to the server state machine's replay input, which treats
 //! // it exactly as an answer the store gave at once.

@@ -49,6 +49,7 @@ impl RingLimits {
 
     /// Sets the most frames retained. 0 retains none: every id is still issued, and a
     /// resume from anything but the newest id is a gap.
+    #[must_use]
     pub const fn with_max_events(mut self, frames: usize) -> Self {
         self.max_events = frames;
         self
@@ -56,6 +57,7 @@ impl RingLimits {
 
     /// Sets the most bytes of frames retained. A frame larger than this is not retained
     /// (see [`ReplayRing::append`]).
+    #[must_use]
     pub const fn with_max_bytes(mut self, bytes: usize) -> Self {
         self.max_bytes = bytes;
         self
@@ -63,6 +65,7 @@ impl RingLimits {
 
     /// Sets how long a frame is retained after it was appended (`None`: no age limit).
     /// A frame expires once `now - appended_at >= max_age`, so zero retains none.
+    #[must_use]
     pub const fn with_max_age(mut self, age: Option<Duration>) -> Self {
         self.max_age = age;
         self
@@ -127,7 +130,9 @@ impl Default for RingLimits {
 /// assert_eq!(frames.collect::<Vec<_>>(), [&frame]);
 /// # Ok::<(), mcpwire::resume::StoreError>(())
 /// ```
-#[derive(Clone, Debug)]
+///
+/// Not `Clone`: two copies would issue the same ids (RESUME-2).
+#[derive(Debug)]
 pub struct ReplayRing {
     epoch: Epoch,
     stream: StreamId,
@@ -414,30 +419,37 @@ pub enum Replay<'a> {
 }
 
 impl<'a> Replay<'a> {
-    /// The answer for a replay after `after` from a stream whose next id is `next`, given
-    /// the frames it retains, a contiguous run ending at its newest frame (event
-    /// `next.seq() - 1`): the rules of [`ReplayRing::replay_after`], for a driver that
-    /// fetched a stream's frames from another process.
+    /// The answer for a replay after `after`, from frames a driver fetched from another
+    /// process: the rules of [`ReplayRing::replay_after`] applied to that window.
     ///
-    /// `retained` may be the whole retained run or only its part after `after`; either
-    /// gives the same answer. If it holds more frames than the stream issued, only the
-    /// last `next.seq()` count.
+    /// `frames` are consecutive events of one stream, oldest first, the first being
+    /// `first`, and the window is taken to end at the newest frame the driver could see:
+    /// the stream's next id is `first` plus `frames.len()`. With no frames, `first` is
+    /// the stream's next id. The driver guarantees the run has no holes: if a write was
+    /// lost (the store holds 5, 6 and 8), it passes only what follows the hole (8, with
+    /// `first` = 8), and the answer is then an exact [`Gap`](Self::Gap). A window that
+    /// stops short of the stream's newest frame (a paged fetch, or writes still in
+    /// flight) is answered as far as it goes; the client resumes again after its newest
+    /// id for the rest (see the [module docs](super#stores-in-another-process)).
     ///
     /// ```
     /// use bytes::Bytes;
     /// use mcpwire::resume::{Epoch, EventId, Replay, StreamId};
     ///
     /// let id = |seq| EventId::new(Epoch::new(1), StreamId::new(2), seq);
-    /// // Events 5..=7 were fetched; the stream's next id is 8.
+    /// // Events 5..=7 were fetched.
     /// let fetched = [Bytes::from("five"), Bytes::from("six"), Bytes::from("seven")];
-    /// let Replay::Frames(frames) = Replay::from_window(id(5), id(8), &fetched) else { panic!() };
+    /// let Replay::Frames(frames) = Replay::from_window(id(5), id(5), &fetched) else { panic!() };
     /// assert_eq!(frames.first_id(), Some(id(6)));
-    /// assert!(matches!(Replay::from_window(id(3), id(8), &fetched), Replay::Gap { missed: 1, .. }));
+    /// assert!(matches!(Replay::from_window(id(3), id(5), &fetched), Replay::Gap { missed: 1, .. }));
+    /// assert_eq!(Replay::from_window(id(7), id(5), &fetched), Replay::UpToDate);
     /// ```
-    pub fn from_window(after: EventId, next: EventId, retained: &'a [Bytes]) -> Self {
-        let issued = usize::try_from(next.seq()).unwrap_or(usize::MAX);
-        let retained = &retained[retained.len().saturating_sub(issued)..];
-        Self::classify(after, next, retained, &[])
+    pub fn from_window(after: EventId, first: EventId, frames: &'a [Bytes]) -> Self {
+        // Ids end at u64::MAX: frames beyond it cannot exist and are dropped.
+        let room = usize::try_from(u64::MAX - first.seq()).unwrap_or(usize::MAX);
+        let frames = &frames[..frames.len().min(room)];
+        let next = first.with_seq(first.seq() + frames.len() as u64);
+        Self::classify(after, next, frames, &[])
     }
 
     /// `head` then `tail` are the retained frames: a contiguous run ending at event
@@ -761,16 +773,34 @@ mod tests {
     }
 
     #[test]
-    fn from_window_clamps_an_overlong_window() {
+    fn from_window_counts_from_the_first_frame() {
         let frames = [Bytes::from("a"), Bytes::from("b"), Bytes::from("c")];
-        // Only two events were issued: the window is the last two frames.
-        let Replay::Frames(f) = Replay::from_window(id(0), id(2), &frames) else {
+        // Events 5, 6, 7.
+        let Replay::Frames(f) = Replay::from_window(id(5), id(5), &frames) else {
             panic!()
         };
-        assert_eq!(f.collect::<Vec<_>>(), [&frames[2]]);
+        assert_eq!(f.collect::<Vec<_>>(), [&frames[1], &frames[2]]);
+        assert!(matches!(
+            Replay::from_window(id(2), id(5), &frames),
+            Replay::Gap { missed: 2, .. }
+        ));
+        assert_eq!(Replay::from_window(id(7), id(5), &frames), Replay::UpToDate);
         assert_eq!(
-            Replay::from_window(id(0), id(0), &frames),
+            Replay::from_window(id(8), id(5), &frames),
             Replay::NotIssued
         );
+        assert_eq!(
+            Replay::from_window(id(4), id(8), &[]),
+            Replay::Gap {
+                missed: 3,
+                retained: Frames::new(id(8), &[], &[]),
+            }
+        );
+        // A window reaching past the last possible id keeps what fits.
+        let Replay::Frames(f) = Replay::from_window(id(u64::MAX - 2), id(u64::MAX - 1), &frames)
+        else {
+            panic!()
+        };
+        assert_eq!(f.collect::<Vec<_>>(), [&frames[0]]);
     }
 }

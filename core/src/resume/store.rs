@@ -194,18 +194,21 @@ impl StoreLimits {
     }
 
     /// Sets the most streams open at once, over all sessions.
+    #[must_use]
     pub const fn with_max_streams(mut self, streams: usize) -> Self {
         self.max_streams = streams;
         self
     }
 
     /// Sets the most streams one session has open at once.
+    #[must_use]
     pub const fn with_max_streams_per_session(mut self, streams: usize) -> Self {
         self.max_streams_per_session = streams;
         self
     }
 
     /// Sets what each stream retains.
+    #[must_use]
     pub const fn with_ring(mut self, ring: RingLimits) -> Self {
         self.ring = ring;
         self
@@ -239,8 +242,10 @@ impl Default for StoreLimits {
 /// same way every time: no random hashing). A replay costs two map lookups (O(log n) in
 /// the number of sessions and of the session's streams) and an O(1) locate in the ring,
 /// independent of the number of retained frames. Stream ids come from one counter and are
-/// never reused.
-#[derive(Clone, Debug)]
+/// never reused; the counter is store-wide, so the stream ids a client sees also tell it
+/// roughly how many streams the server has opened (use one store per session to avoid
+/// that). Not `Clone`: two copies would issue the same ids (RESUME-2).
+#[derive(Debug)]
 pub struct MemoryStore<S> {
     epoch: Epoch,
     limits: StoreLimits,
