@@ -321,7 +321,10 @@ impl Classifier {
     ///
     /// Batches are accepted for 2025-03-26 only (BATCH-1); later revisions reject them
     /// (BATCH-6). An empty batch is one invalid request (BATCH-5), and `initialize`
-    /// inside a batch is an invalid element (BATCH-4, JSONRPC-10).
+    /// inside a batch is an invalid element (BATCH-4, JSONRPC-10). Elements of every kind
+    /// are classified; BATCH-2 lists only requests and notifications, or only responses,
+    /// in one POST body, and enforcing that (a 400 for a mixed array) is the server's call
+    /// with the whole batch in view.
     ///
     /// # Errors
     /// As [`Classifier::classify`], plus [`ParseError::BatchNotAllowed`],
