@@ -32,7 +32,7 @@ impl Message {
         ]
     }
 
-    /// A `tools/call` request with an integer id, about 200 bytes.
+    /// A `tools/call` request with an integer id, 172 bytes.
     pub fn small_request() -> Self {
         let params = r#"{"name":"get_weather","arguments":{"city":"Zürich","units":"metric","days":3},"_meta":{"progressToken":"call-42"}}"#;
         Self {
@@ -44,7 +44,7 @@ impl Message {
         }
     }
 
-    /// A `notifications/progress` of a token stream, about 130 bytes.
+    /// A `notifications/progress` of a token stream, 100 to 160 bytes.
     pub fn progress() -> Self {
         let text = progress(&mut XorShift::new(0x7072_6f67), 17);
         let params_at =
@@ -119,6 +119,8 @@ mod tests {
             assert_eq!(payload.get().len(), m.payload_len, "{}", m.name);
             assert_eq!(envelope.method, m.method);
         }
+        assert_eq!(Message::small_request().text.len(), 172);
+        assert!((100..160).contains(&Message::progress().text.len()));
         let large = Message::large_result();
         assert!(
             large.text.len().abs_diff(LARGE_RESULT_LEN) < 512,
