@@ -279,10 +279,8 @@ fn write_summary(out: &mut impl Write, item: &Result<Message<'_>, ShapeError>) -
     write!(out, "{{\"kind\":\"{kind}\",\"id\":")?;
     match id {
         None => out.write_all(b"null")?,
-        Some(id) => match (id.as_int(), id.as_str()) {
-            (Some(n), _) => write!(out, "{n}")?,
-            (None, s) => serde_json::to_writer(&mut *out, s.unwrap_or_default())?,
-        },
+        // An id displays as its JSON text: `7` or `"7"`.
+        Some(id) => write!(out, "{id}")?,
     }
     match item {
         Ok(message) => {
