@@ -424,11 +424,7 @@ fn object<'a>(
     sc.expect(b'{')?;
     if !sc.eat(b'}') {
         loop {
-            if sc.peek() != Some(b'"') {
-                return Err(unexpected(sc));
-            }
-            let key = sc.string()?;
-            sc.expect(b':')?;
+            let key = sc.member_key()?;
             let name = member_name(text, key);
             if let Some(name) = name {
                 let seen = match name {
@@ -447,30 +443,10 @@ fn object<'a>(
             }
             match name {
                 Some("jsonrpc") => {
-                    m.version_ok = Some(match sc.peek() {
-                        Some(b'"') => {
-                            let tok = sc.string()?;
-                            string_value(text, tok).is_some_and(|v| v == "2.0")
-                        }
-                        _ => {
-                            sc.value()?;
-                            false
-                        }
-                    })
+                    m.version_ok = Some(string_member(sc, text)?.is_some_and(|v| v == "2.0"));
                 }
                 Some("id") => m.id = Some(id_member(sc, text)?),
-                Some("method") => {
-                    m.method = Some(match sc.peek() {
-                        Some(b'"') => {
-                            let tok = sc.string()?;
-                            string_value(text, tok)
-                        }
-                        _ => {
-                            sc.value()?;
-                            None
-                        }
-                    })
-                }
+                Some("method") => m.method = Some(string_member(sc, text)?),
                 Some("params") => m.params = Some(raw(sc, text)?),
                 Some("result") => m.result = Some(raw(sc, text)?),
                 Some(_) => m.error = Some(error_member(sc, text)?),
@@ -488,30 +464,12 @@ fn object<'a>(
     Ok(shape(m))
 }
 
-fn unexpected(sc: &mut Scanner<'_>) -> JsonError {
-    let offset = sc.pos();
-    match sc.text().get(offset) {
-        Some(&b) => JsonError {
-            offset,
-            kind: JsonErrorKind::UnexpectedByte(b),
-        },
-        None => JsonError {
-            offset,
-            kind: JsonErrorKind::UnexpectedEnd,
-        },
-    }
-}
-
 /// The envelope member a key names, if any; keys are compared after unescaping, so
 /// `"\u006dethod"` is `method`, as it is to every other JSON parser.
 fn member_name(text: &str, key: StrToken) -> Option<&'static str> {
     const NAMES: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
-    let body = &text[key.start..key.end];
-    if !key.escaped {
-        return NAMES.into_iter().find(|n| *n == body);
-    }
-    let decoded = unescape(body)?;
-    NAMES.into_iter().find(|n| *n == decoded)
+    let name = string_value(text, key)?;
+    NAMES.into_iter().find(|n| *n == name)
 }
 
 /// A string token's value; `None` if it holds an unpaired surrogate.
@@ -521,6 +479,22 @@ fn string_value(text: &str, tok: StrToken) -> Option<Cow<'_, str>> {
         unescape(body).map(Cow::Owned)
     } else {
         Some(Cow::Borrowed(body))
+    }
+}
+
+/// A member's value if it is a string (`None` for a string holding an unpaired
+/// surrogate); any other value is scanned past and is `None` too.
+#[inline]
+fn string_member<'a>(
+    sc: &mut Scanner<'a>,
+    text: &'a str,
+) -> Result<Option<Cow<'a, str>>, JsonError> {
+    if sc.peek() == Some(b'"') {
+        let tok = sc.string()?;
+        Ok(string_value(text, tok))
+    } else {
+        sc.value()?;
+        Ok(None)
     }
 }
 
@@ -593,11 +567,7 @@ fn error_member<'a>(
     let mut ok = true;
     if !sc.eat(b'}') {
         loop {
-            if sc.peek() != Some(b'"') {
-                return Err(unexpected(sc));
-            }
-            let key = sc.string()?;
-            sc.expect(b':')?;
+            let key = sc.member_key()?;
             match string_value(text, key).as_deref() {
                 Some("code") => {
                     let value = if matches!(sc.peek(), Some(b'-' | b'0'..=b'9')) {
@@ -611,13 +581,7 @@ fn error_member<'a>(
                     code = value.map(ErrorCode);
                 }
                 Some("message") => {
-                    let value = if sc.peek() == Some(b'"') {
-                        let tok = sc.string()?;
-                        string_value(text, tok)
-                    } else {
-                        sc.value()?;
-                        None
-                    };
+                    let value = string_member(sc, text)?;
                     ok &= message.is_none() && value.is_some();
                     message = value;
                 }

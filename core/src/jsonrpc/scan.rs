@@ -132,14 +132,6 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    pub(crate) fn pos(&self) -> usize {
-        self.pos
-    }
-
-    pub(crate) fn text(&self) -> &'a [u8] {
-        self.text
-    }
-
     fn err(&self, kind: JsonErrorKind) -> JsonError {
         JsonError {
             offset: self.pos,
@@ -431,12 +423,14 @@ impl<'a> Scanner<'a> {
     }
 
     /// Scans `"key" :` inside an object.
-    fn member_key(&mut self) -> Result<()> {
+    #[inline]
+    pub(crate) fn member_key(&mut self) -> Result<StrToken> {
         if self.peek() != Some(b'"') {
             return Err(self.unexpected());
         }
-        self.string()?;
-        self.expect(b':')
+        let key = self.string()?;
+        self.expect(b':')?;
+        Ok(key)
     }
 }
 
