@@ -45,9 +45,8 @@ impl<'a> Id<'a> {
     /// [`EncodeError::InvalidField`] if `id` contains CR, LF or NUL.
     pub fn new(id: &'a str) -> Result<Self, EncodeError> {
         let bytes = id.as_bytes();
-        // Event ids are short: a plain loop beats the vector search's dispatch there.
-        let bad = if bytes.len() < 32 {
-            bytes.iter().position(|&b| matches!(b, b'\r' | b'\n' | 0))
+        let bad = if bytes.len() <= 16 && !has_id_breaker_short(bytes) {
+            None
         } else {
             memchr3(b'\r', b'\n', 0, bytes)
         };
@@ -108,6 +107,33 @@ impl<'a> Comment<'a> {
     /// The text.
     pub fn as_str(&self) -> &'a str {
         self.0
+    }
+}
+
+/// Whether an id of at most 16 bytes holds CR, LF or NUL: two overlapping word loads and
+/// a SWAR test each, with no loop and no call (ids are short and almost always clean).
+#[inline]
+fn has_id_breaker_short(bytes: &[u8]) -> bool {
+    /// Any zero byte in `w` (exact: the classic `(w - 0x01…) & !w & 0x80…` test).
+    fn has_zero(w: u64) -> bool {
+        w.wrapping_sub(0x0101_0101_0101_0101) & !w & 0x8080_8080_8080_8080 != 0
+    }
+    fn breaker(w: u64) -> bool {
+        has_zero(w) | has_zero(w ^ 0x0a0a_0a0a_0a0a_0a0a) | has_zero(w ^ 0x0d0d_0d0d_0d0d_0d0d)
+    }
+    fn word(bytes: &[u8]) -> u64 {
+        u64::from_le_bytes(bytes.try_into().expect("8 bytes"))
+    }
+    fn half(bytes: &[u8]) -> u64 {
+        // The upper half is spaces: none of the three bytes.
+        u64::from(u32::from_le_bytes(bytes.try_into().expect("4 bytes"))) | 0x2020_2020 << 32
+    }
+    let n = bytes.len();
+    debug_assert!(n <= 16);
+    match n {
+        8.. => breaker(word(&bytes[..8])) | breaker(word(&bytes[n - 8..])),
+        4.. => breaker(half(&bytes[..4])) | breaker(half(&bytes[n - 4..])),
+        _ => bytes.iter().any(|&b| matches!(b, b'\r' | b'\n' | 0)),
     }
 }
 
@@ -209,7 +235,19 @@ impl Encoder {
         if let Some(retry) = frame.retry {
             put_retry(dst, retry);
         }
-        put_data(dst, frame.data.as_bytes());
+        let data = frame.data.as_bytes();
+        if data.len() <= SHORT_DATA && memchr2(b'\n', b'\r', data).is_none() {
+            // The common frame, one JSON-RPC message on one line: one search, three copies.
+            if data.is_empty() {
+                dst.put_slice(b"data:\n\n");
+            } else {
+                dst.put_slice(b"data: ");
+                dst.put_slice(data);
+                dst.put_slice(b"\n\n");
+            }
+            return;
+        }
+        put_data(dst, data);
         dst.put_u8(b'\n');
     }
 
@@ -251,6 +289,11 @@ impl Encoder {
         len
     }
 }
+
+/// Data up to this length is searched for line ends once, as a whole, and written with
+/// three copies when it has none; longer data goes through the blocked `put_data`, which
+/// keeps each block in L1 between its search and its copy.
+const SHORT_DATA: usize = 512;
 
 /// `"data: "` plus LF.
 const DATA_LINE_OVERHEAD: usize = 7;
@@ -420,6 +463,27 @@ mod tests {
     fn sse_enc_3_value_starting_with_space_keeps_it() {
         let buf = event(&Frame::new(" x"));
         assert_eq!(&buf[..], b"data:  x\n\n");
+    }
+
+    #[test]
+    fn sse_enc_4_short_id_check_agrees_with_a_byte_scan() {
+        // Every length the word test handles, every position, the three breakers and
+        // their neighbours (a SWAR borrow must not turn them into false hits).
+        let bytes = [
+            0, b'\n', b'\r', 1, 9, 0x0b, 0x0c, 0x0e, b' ', 0x7f, 0x80, 0x8a, 0x8d, 0xff,
+        ];
+        for len in 0..=16 {
+            for pos in 0..len {
+                for &fill in &[b'a', 0xff, 0x01] {
+                    for &byte in &bytes {
+                        let mut id = vec![fill; len];
+                        id[pos] = byte;
+                        let naive = id.iter().any(|&b| matches!(b, b'\r' | b'\n' | 0));
+                        assert_eq!(has_id_breaker_short(&id), naive, "{id:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
