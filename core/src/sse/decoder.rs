@@ -44,7 +44,7 @@ impl LineEnds {
         Self::Generic
     }
 
-    #[inline]
+    #[inline(always)]
     fn find(&self, haystack: &[u8]) -> Option<usize> {
         match self {
             #[cfg(target_arch = "x86_64")]
@@ -279,9 +279,12 @@ impl std::error::Error for DecodeError {}
 pub struct Decoder {
     limits: Limits,
     line_ends: LineEnds,
-    /// Pushed chunks not yet fully scanned; the front one is being scanned.
-    chunks: VecDeque<Bytes>,
-    /// INVARIANT: `pos <= chunks[0].len()`, and 0 when `chunks` is empty.
+    /// The chunk being scanned, kept out of `queue` so the hot loop reaches it with one
+    /// load. INVARIANT: empty only when no input is queued (then `queue` is empty too).
+    front: Bytes,
+    /// Pushed chunks after `front`.
+    queue: VecDeque<Bytes>,
+    /// INVARIANT: `pos <= front.len()`.
     pos: usize,
     /// The start of a line that continues in a later chunk (or a BOM prefix at stream start).
     /// INVARIANT: `line.len() <= limits.max_line_len`.
@@ -291,7 +294,7 @@ pub struct Decoder {
     /// `line[..line_valid_upto]` is known to be valid UTF-8; `usize::MAX` once an invalid
     /// sequence was seen in it.
     line_valid_upto: usize,
-    /// `chunks[0][..chunk_valid_until]` is known to be valid UTF-8 from the first complete
+    /// `front[..chunk_valid_until]` is known to be valid UTF-8 from the first complete
     /// line on (a chunk may start inside a code point of a carried line) to its last line
     /// end.
     chunk_valid_until: usize,
@@ -347,7 +350,7 @@ enum Data {
     /// No `data` field yet: the WHATWG buffer is the empty string.
     #[default]
     None,
-    /// Exactly one `data` field, at `chunks[0][start..end]`, valid UTF-8: zero copy and
+    /// Exactly one `data` field, at `front[start..end]`, valid UTF-8: zero copy and
     /// not even a reference count until the chunk is dropped.
     /// INVARIANT: it always refers to the current front chunk (converted to `One` before
     /// that chunk is popped).
@@ -365,7 +368,7 @@ enum FieldValue {
     /// The empty string.
     #[default]
     Empty,
-    /// At `chunks[0][start..end]`, valid UTF-8: no reference count until the chunk is
+    /// At `front[start..end]`, valid UTF-8: no reference count until the chunk is
     /// dropped. INVARIANT: as for `Data::InChunk`.
     InChunk { start: usize, end: usize },
     /// Kept past its chunk, or decoded with replacement.
@@ -389,11 +392,11 @@ impl FieldValue {
     }
 
     /// The value, borrowed; `chunk` is the front chunk.
-    fn view<'a>(&'a self, chunk: Option<&'a Bytes>) -> Utf8Ref<'a> {
+    #[inline(always)]
+    fn view<'a>(&'a self, chunk: &'a Bytes) -> Utf8Ref<'a> {
         match self {
             Self::Empty => Utf8Ref::new(&EMPTY),
             Self::InChunk { start, end } => {
-                let chunk = chunk.expect("an InChunk value refers to the front chunk");
                 // SAFETY: `InChunk` values are validated before they are stored, and refer
                 // to the front chunk (their INVARIANT).
                 #[allow(unsafe_code)]
@@ -406,13 +409,10 @@ impl FieldValue {
     }
 
     /// The value, owned, leaving `Empty`.
-    fn take(&mut self, chunk: Option<&Bytes>) -> Utf8Bytes {
+    fn take(&mut self, chunk: &Bytes) -> Utf8Bytes {
         match std::mem::take(self) {
             Self::Empty => Utf8Bytes::new(),
-            Self::InChunk { start, end } => {
-                let chunk = chunk.expect("an InChunk value refers to the front chunk");
-                Utf8Bytes::from_validated(chunk.slice(start..end))
-            }
+            Self::InChunk { start, end } => Utf8Bytes::from_validated(chunk.slice(start..end)),
             Self::Owned(value) => value,
         }
     }
@@ -428,7 +428,7 @@ static EMPTY: Utf8Bytes = Utf8Bytes::new();
 enum Step {
     /// An event was dispatched: `Fields::data` (not `None`) and `event_type` hold it.
     Event,
-    /// A comment at `chunks[0][Fields::comment_at]`, valid UTF-8.
+    /// A comment at `front[Fields::comment_at]`, valid UTF-8.
     CommentInChunk,
     /// A comment in `Fields::comment`.
     Comment,
@@ -448,7 +448,8 @@ impl Decoder {
         Self {
             limits,
             line_ends: LineEnds::new(),
-            chunks: VecDeque::with_capacity(4),
+            front: Bytes::new(),
+            queue: VecDeque::with_capacity(4),
             pos: 0,
             line: BytesMut::new(),
             line_hint: 0,
@@ -477,9 +478,7 @@ impl Decoder {
     /// one for the next response).
     pub fn push(&mut self, chunk: Bytes) {
         assert!(!self.finished, "Decoder::push after finish");
-        if !chunk.is_empty() {
-            self.chunks.push_back(chunk);
-        }
+        self.enqueue(chunk);
     }
 
     /// Queues a copy of `chunk`. Prefer [`push`](Self::push) when the bytes are already
@@ -493,7 +492,16 @@ impl Decoder {
         if !chunk.is_empty() {
             self.scratch.extend_from_slice(chunk);
             let chunk = self.scratch.split().freeze();
-            self.chunks.push_back(chunk);
+            self.enqueue(chunk);
+        }
+    }
+
+    fn enqueue(&mut self, chunk: Bytes) {
+        if self.front.is_empty() {
+            // Nothing is queued (the INVARIANT of `front`), and `pos` is 0.
+            self.front = chunk;
+        } else if !chunk.is_empty() {
+            self.queue.push_back(chunk);
         }
     }
 
@@ -549,7 +557,7 @@ impl Decoder {
     /// Bytes of pushed input not yet scanned (the caller controls this by pushing only
     /// after `next_item` returned `Ok(None)`).
     pub fn queued_len(&self) -> usize {
-        self.chunks.iter().map(Bytes::len).sum::<usize>() - self.pos
+        self.front.len() - self.pos + self.queue.iter().map(Bytes::len).sum::<usize>()
     }
 
     /// Decodes until the next item or until the input runs out.
@@ -578,6 +586,7 @@ impl Decoder {
     /// # Errors
     ///
     /// As [`next_item`](Self::next_item).
+    #[inline]
     pub fn next_item_ref(&mut self) -> Result<Option<ItemRef<'_>>, DecodeError> {
         Ok(self.advance()?.map(|step| self.view(step)))
     }
@@ -601,16 +610,14 @@ impl Decoder {
     fn take_event(&mut self) -> Event {
         let f = &mut self.fields;
         let data = match std::mem::take(&mut f.data) {
-            Data::InChunk { start, end } => {
-                Utf8Bytes::from_validated(self.chunks[0].slice(start..end))
-            }
+            Data::InChunk { start, end } => Utf8Bytes::from_validated(self.front.slice(start..end)),
             Data::One(data) => data,
             Data::Many => Utf8Bytes::from_validated(f.multi.split().freeze()),
             Data::None => unreachable!("dispatch leaves data"),
         };
         Event {
             data,
-            event_type: f.event_type.take(self.chunks.front()),
+            event_type: f.event_type.take(&self.front),
             // Skips the reference count when no id is in force.
             id: if f.last_event_id.is_empty() {
                 Utf8Bytes::new()
@@ -620,7 +627,9 @@ impl Decoder {
         }
     }
 
-    /// The item a step produced, borrowed from the decoder's state.
+    /// The item a step produced, borrowed from the decoder's state. Inlined, so the item
+    /// is built in the caller's frame rather than copied out of this one.
+    #[inline(always)]
     fn view(&self, step: Step) -> ItemRef<'_> {
         let f = &self.fields;
         match step {
@@ -630,7 +639,7 @@ impl Decoder {
                     // `scan_lines`), and refer to the front chunk (its INVARIANT).
                     #[allow(unsafe_code)]
                     Data::InChunk { start, end } => unsafe {
-                        Utf8Ref::from_validated(&self.chunks[0], *start..*end)
+                        Utf8Ref::from_validated(&self.front, *start..*end)
                     },
                     Data::One(data) => Utf8Ref::new(data),
                     // SAFETY: only validated (or replacement-decoded) values are appended
@@ -641,7 +650,7 @@ impl Decoder {
                 };
                 ItemRef::Event(EventRef {
                     data,
-                    event_type: f.event_type.view(self.chunks.front()),
+                    event_type: f.event_type.view(&self.front),
                     id: &f.last_event_id,
                 })
             }
@@ -650,7 +659,7 @@ impl Decoder {
             #[allow(unsafe_code)]
             Step::CommentInChunk => {
                 let (start, end) = f.comment_at;
-                ItemRef::Comment(unsafe { Utf8Ref::from_validated(&self.chunks[0], start..end) })
+                ItemRef::Comment(unsafe { Utf8Ref::from_validated(&self.front, start..end) })
             }
             Step::Comment => ItemRef::Comment(Utf8Ref::new(&f.comment)),
             Step::Retry => ItemRef::Retry(f.retry.expect("a retry step sets the retry")),
@@ -669,13 +678,14 @@ impl Decoder {
             self.fields.comment = Utf8Bytes::new();
         }
         loop {
-            let Some(chunk) = self.chunks.front() else {
-                if self.finished {
-                    self.end_of_stream();
+            let Some(&first) = self.front.get(self.pos) else {
+                if self.front.is_empty() {
+                    if self.finished {
+                        self.end_of_stream();
+                    }
+                    return Ok(None);
                 }
-                return Ok(None);
-            };
-            let Some(&first) = chunk.get(self.pos) else {
+                let chunk = &self.front;
                 if let Data::InChunk { start, end } = self.fields.data {
                     // Keep the pending data alive past its chunk (one reference count).
                     let data = Utf8Bytes::from_validated(chunk.slice(start..end));
@@ -683,7 +693,7 @@ impl Decoder {
                 }
                 self.fields.event_type.detach(chunk);
                 self.fields.id_buf.detach(chunk);
-                self.chunks.pop_front();
+                self.front = self.queue.pop_front().unwrap_or_default();
                 self.pos = 0;
                 self.chunk_checked = false;
                 self.chunk_valid_until = 0;
@@ -715,7 +725,7 @@ impl Decoder {
     /// borrowed from the chunk (zero copy), until one yields a step or the chunk ends;
     /// a final partial line is carried into `line`.
     fn scan_lines(&mut self) -> Result<Option<Step>, DecodeError> {
-        let chunk = &self.chunks[0];
+        let chunk = &self.front;
         let bytes: &[u8] = chunk;
         let max_line_len = self.limits.max_line_len();
         let mut pos = self.pos;
@@ -792,7 +802,7 @@ impl Decoder {
 
     /// Completes the line carried in `line` with the front chunk (or carries more of it).
     fn finish_carried_line(&mut self) -> Result<Option<Step>, DecodeError> {
-        let chunk = &self.chunks[0];
+        let chunk = &self.front;
         let buf = &chunk[self.pos..];
         let max_line_len = self.limits.max_line_len();
         let Some(len) = self.line_ends.find(buf) else {
@@ -839,7 +849,7 @@ impl Decoder {
     /// The front chunk from `from` on continues the current line in a later chunk: carries
     /// it into `line` (`hint` sizes a new carry), or fails if the line passes the limit.
     fn carry_rest(&mut self, from: usize, hint: usize) -> Result<Option<Step>, DecodeError> {
-        let chunk = &self.chunks[0];
+        let chunk = &self.front;
         let rest = &chunk[from..];
         self.pos = chunk.len();
         let max_line_len = self.limits.max_line_len();
@@ -879,7 +889,7 @@ impl Decoder {
     /// Discard mode: skips one line (or the rest of the chunk); a blank line ends the
     /// discarded event and runs the dispatch step on its (cleared) buffers.
     fn skip_discarded(&mut self) {
-        let chunk = &self.chunks[0];
+        let chunk = &self.front;
         let buf = &chunk[self.pos..];
         match self.line_ends.find(buf) {
             Some(len) => {
@@ -905,7 +915,7 @@ impl Decoder {
     /// A BOM prefix is kept in `line`; if the bytes turn out not to be a BOM, they are
     /// simply the start of the first line.
     fn strip_bom(&mut self) {
-        let buf = &self.chunks[0][self.pos..];
+        let buf = &self.front[self.pos..];
         let have = self.line.len();
         let n = (BOM.len() - have).min(buf.len());
         if buf[..n] != BOM[have..have + n] {
@@ -1124,7 +1134,7 @@ impl Fields {
     #[inline]
     fn dispatch(&mut self, chunk: &Bytes) -> Option<Step> {
         if self.id_dirty {
-            self.last_event_id = self.id_buf.take(Some(chunk));
+            self.last_event_id = self.id_buf.take(chunk);
             self.id_dirty = false;
         }
         match self.data {
