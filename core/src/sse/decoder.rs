@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use memchr::{memchr, memchr2, memrchr2};
+use memchr::{memchr, memchr2};
 
 use crate::{Utf8Bytes, Utf8Ref};
 
@@ -764,12 +764,11 @@ impl Decoder {
                 });
             }
             if end > self.chunk_valid_until && !self.chunk_checked {
-                // SSE-PARSE-1: validate the chunk's complete lines once, with SIMD; each
-                // line inside the valid prefix then needs no check of its own. The partial
-                // line at the chunk's end is left to `carry`, which validates it anyway.
+                // SSE-PARSE-1: validate the rest of the chunk once, with SIMD; each line
+                // inside the valid prefix then needs no check of its own, and a partial
+                // line at the chunk's end is carried with its valid prefix known.
                 self.chunk_checked = true;
-                let last_end = end + memrchr2(b'\n', b'\r', &bytes[end..]).unwrap_or(0);
-                self.chunk_valid_until = start + valid_utf8_prefix(&bytes[start..last_end]);
+                self.chunk_valid_until = start + valid_utf8_prefix(&bytes[start..]);
             }
             let valid = end <= self.chunk_valid_until;
             if valid
@@ -858,6 +857,10 @@ impl Decoder {
             return self.fail(DecodeError::LineTooLong {
                 limit: max_line_len,
             });
+        }
+        if self.line.is_empty() && self.chunk_checked {
+            // The chunk was validated from an earlier line on (see `scan_lines`).
+            self.line_valid_upto = self.chunk_valid_until.saturating_sub(from);
         }
         let want = hint.max(rest.len()).min(max_line_len);
         if self.line.is_empty() && self.line.capacity() < want && !self.line.try_reclaim(want) {
@@ -966,7 +969,7 @@ impl Fields {
             let value = value_start(src, start + 5, end);
             return self.data(src, value, end, valid, in_chunk);
         }
-        let (name, value) = match memchr(b':', line) {
+        let (name, value) = match find_colon(line) {
             // SSE-PARSE-7: a comment.
             Some(0) => {
                 if valid && in_chunk {
@@ -990,7 +993,7 @@ impl Fields {
             }
             b"id" => {
                 // SSE-PARSE-12: an id containing NUL is ignored entirely.
-                if memchr(0, &src[value..end]).is_none() {
+                if !src[value..end].contains(&0) {
                     self.id_buf = self.short_value(src, value, end, valid, in_chunk)?;
                     self.id_dirty = true;
                 }
@@ -1194,9 +1197,19 @@ fn carry(
 /// Here the old allocation is reused when possible; otherwise the buffer grows to
 /// `max(needed, 2 × capacity, hint)`, clamped to `limit` (callers have checked that the
 /// needed length is within it).
+#[inline]
 fn extend_within(buf: &mut BytesMut, bytes: &[u8], hint: usize, limit: usize) {
-    let needed = buf.len() + bytes.len();
-    if needed > buf.capacity() && !buf.try_reclaim(bytes.len()) {
+    if buf.capacity() - buf.len() < bytes.len() {
+        grow_within(buf, bytes.len(), hint, limit);
+    }
+    buf.extend_from_slice(bytes);
+}
+
+/// The slow path of [`extend_within`]: makes room for `additional` more bytes.
+#[cold]
+fn grow_within(buf: &mut BytesMut, additional: usize, hint: usize, limit: usize) {
+    let needed = buf.len() + additional;
+    if !buf.try_reclaim(additional) {
         let cap = needed
             .max(buf.capacity().saturating_mul(2))
             .max(hint)
@@ -1209,7 +1222,6 @@ fn extend_within(buf: &mut BytesMut, bytes: &[u8], hint: usize, limit: usize) {
         vec.reserve_exact(cap - vec.len());
         *buf = BytesMut::from(Bytes::from(vec));
     }
-    buf.extend_from_slice(bytes);
 }
 
 /// SSE-PARSE-1: `bytes` as text, decoded with replacement unless already known `valid`.
@@ -1223,6 +1235,7 @@ fn decode_utf8(bytes: Bytes, valid: bool) -> Utf8Bytes {
 }
 
 /// SSE-PARSE-1 for a value that will be copied: borrowed unless it needs replacement.
+#[inline]
 fn decode_utf8_slice(value: &[u8], valid: bool) -> std::borrow::Cow<'_, [u8]> {
     if valid || simdutf8::basic::from_utf8(value).is_ok() {
         std::borrow::Cow::Borrowed(value)
@@ -1236,6 +1249,17 @@ fn valid_utf8_prefix(bytes: &[u8]) -> usize {
     match simdutf8::compat::from_utf8(bytes) {
         Ok(_) => bytes.len(),
         Err(e) => e.valid_up_to(),
+    }
+}
+
+/// The first colon of a non-`data` line (SSE-PARSE-8): field names are short, so the
+/// first bytes are searched directly and only a long name or comment goes to `memchr`.
+#[inline]
+fn find_colon(line: &[u8]) -> Option<usize> {
+    const HEAD: usize = 16;
+    match line[..line.len().min(HEAD)].iter().position(|&b| b == b':') {
+        None if line.len() > HEAD => memchr(b':', &line[HEAD..]).map(|i| i + HEAD),
+        found => found,
     }
 }
 
