@@ -200,6 +200,12 @@ impl<'a> Frame<'a> {
 /// kept for replay without another copy. Field names are lowercase and every value is
 /// preceded by `": "` (SSE-ENC-3), so a value that starts with a space survives.
 ///
+/// When `dst` has no room for a frame, it is given at least [`Encoder::MIN_RESERVE`]
+/// bytes, so a buffer reused frame after frame (encode, split, send, drop) allocates or
+/// reclaims once per block of small frames rather than once per frame. Frames split from
+/// one block share its allocation: a frame kept for replay keeps at most that block
+/// alive, and a buffer per stream keeps one stream's frames from pinning another's.
+///
 /// # Example
 ///
 /// ```
@@ -218,14 +224,19 @@ pub struct Encoder {
 }
 
 impl Encoder {
+    /// The least room a frame reserves in a buffer that has none: 2 KiB, a dozen
+    /// token-sized frames (see the type's docs).
+    pub const MIN_RESERVE: usize = 2048;
+
     /// An encoder.
     pub const fn new() -> Self {
         Self { _private: () }
     }
 
     /// Appends an event frame.
+    #[inline]
     pub fn encode_event(&self, frame: &Frame<'_>, dst: &mut BytesMut) {
-        dst.reserve(frame_overhead(frame) + frame.data.len());
+        reserve(dst, frame_overhead(frame) + frame.data.len());
         if let Some(event) = frame.event {
             put_field(dst, b"event: ", event.0);
         }
@@ -254,7 +265,7 @@ impl Encoder {
     /// Appends a comment frame (`:text` and a blank line): a heartbeat that decoders
     /// report as a comment and dispatch nothing for (SSE-ENC-7).
     pub fn encode_comment(&self, comment: Comment<'_>, dst: &mut BytesMut) {
-        dst.reserve(comment.0.len() + 3);
+        reserve(dst, comment.0.len() + 3);
         dst.put_u8(b':');
         dst.put_slice(comment.0.as_bytes());
         dst.put_slice(b"\n\n");
@@ -263,7 +274,7 @@ impl Encoder {
     /// Appends a frame with only a `retry` field: it sets the client's reconnection time
     /// and dispatches nothing (RESUME-10: sent before the server closes a stream early).
     pub fn encode_retry(&self, retry: Duration, dst: &mut BytesMut) {
-        dst.reserve(RETRY_MAX_LEN + 1);
+        reserve(dst, RETRY_MAX_LEN + 1);
         put_retry(dst, retry);
         dst.put_u8(b'\n');
     }
@@ -272,7 +283,7 @@ impl Encoder {
     /// `data` line (SSE-ENC-9, RESUME-8). Decoders dispatch it as an event with empty data;
     /// MCP clients record its id and do not parse it as JSON-RPC.
     pub fn encode_priming(&self, id: Id<'_>, retry: Option<Duration>, dst: &mut BytesMut) {
-        dst.reserve(id.0.len() + RETRY_MAX_LEN + 16);
+        reserve(dst, id.0.len() + RETRY_MAX_LEN + 16);
         put_field(dst, b"id: ", id.0);
         if let Some(retry) = retry {
             put_retry(dst, retry);
@@ -294,6 +305,14 @@ impl Encoder {
 /// three copies when it has none; longer data goes through the blocked `put_data`, which
 /// keeps each block in L1 between its search and its copy.
 const SHORT_DATA: usize = 512;
+
+/// Makes room for `needed` more bytes; a buffer without room gets at least a block.
+#[inline]
+fn reserve(dst: &mut BytesMut, needed: usize) {
+    if dst.capacity() - dst.len() < needed {
+        dst.reserve(needed.max(Encoder::MIN_RESERVE));
+    }
+}
 
 /// `"data: "` plus LF.
 const DATA_LINE_OVERHEAD: usize = 7;
