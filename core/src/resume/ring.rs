@@ -208,7 +208,10 @@ impl ReplayRing {
         self.frames.is_empty()
     }
 
-    /// The exact number of bytes of the retained frames (their lengths summed).
+    /// The exact number of bytes of the retained frames (their lengths summed). The
+    /// allocations behind them can be larger: frames split from one buffer share its
+    /// blocks (see [`sse::Encoder`](crate::sse::Encoder)), and the oldest retained frame
+    /// keeps its whole block alive.
     pub fn retained_bytes(&self) -> usize {
         self.bytes
     }
