@@ -15,6 +15,9 @@
 //!   over the same stream;
 //! - `memchr2-floor`: `memchr2_iter(b'\n', b'\r', ..)` over every chunk, the least work a
 //!   decoder must do to find line ends;
+//! - `utf8-floor`: validating every chunk as UTF-8 with `simdutf8` (what SSE-PARSE-1
+//!   asks of every decoder; on the non-ASCII text of `large` it costs more than the
+//!   line-end scan and the copy together);
 //! - `memcpy-floor`: copying every chunk into a preallocated buffer.
 //!
 //! Each iteration asserts its result against the corpus's expected counts for that
@@ -70,6 +73,13 @@ fn decode_benches(c: &mut Criterion) {
                         decode::memchr2_line_ends(black_box(&chunks)),
                         expected.line_end_bytes
                     );
+                });
+            });
+            // Every byte but those of code points split by a chunk boundary.
+            group.bench_function("utf8-floor", |b| {
+                b.iter(|| {
+                    let validated = decode::utf8_validation(black_box(&chunks));
+                    assert!(validated + 6 * chunks.len() >= corpus.len());
                 });
             });
             group.bench_function("memcpy-floor", |b| {

@@ -142,6 +142,59 @@ pub fn memchr2_line_ends(chunks: &[Bytes]) -> usize {
         .sum()
 }
 
+/// The UTF-8 floor: validates every chunk with `simdutf8` (the validator mcpwire's
+/// decoder uses), the least work a decoder must do to decode the text with replacement
+/// (SSE-PARSE-1). A code point split by a chunk boundary is left out of both chunks (at
+/// most 3 bytes a side), so the floor is, if anything, optimistic. Returns the bytes
+/// validated.
+///
+/// # Panics
+///
+/// If a chunk is not valid UTF-8 (the corpora are).
+pub fn utf8_validation(chunks: &[Bytes]) -> usize {
+    chunks
+        .iter()
+        .map(|chunk| {
+            let text = complete_code_points(chunk);
+            assert!(
+                simdutf8::basic::from_utf8(text).is_ok(),
+                "the corpora are valid UTF-8"
+            );
+            text.len()
+        })
+        .sum()
+}
+
+/// `chunk` without the continuation bytes of a code point begun in the chunk before and
+/// without a code point that continues in the next one.
+fn complete_code_points(chunk: &[u8]) -> &[u8] {
+    let is_continuation = |b: u8| b & 0xC0 == 0x80;
+    let start = chunk
+        .iter()
+        .take(3)
+        .take_while(|&&b| is_continuation(b))
+        .count();
+    let chunk = &chunk[start..];
+    // The last byte that starts a code point, and how long its sequence is.
+    let Some(lead) = (chunk.len().saturating_sub(4)..chunk.len())
+        .rev()
+        .find(|&i| !is_continuation(chunk[i]))
+    else {
+        return chunk;
+    };
+    let needed = match chunk[lead] {
+        0xF0.. => 4,
+        0xE0.. => 3,
+        0xC0.. => 2,
+        _ => 1,
+    };
+    if lead + needed > chunk.len() {
+        &chunk[..lead]
+    } else {
+        chunk
+    }
+}
+
 /// Polls `stream` to its end with a no-op waker, calling `f` with each item.
 ///
 /// The benches' streams are in memory and never pending, so this is all an executor
@@ -195,6 +248,12 @@ mod tests {
                     memchr2_line_ends(&chunks),
                     expected.line_end_bytes,
                     "{what}"
+                );
+                let validated = utf8_validation(&chunks);
+                assert!(
+                    validated <= corpus.len() && validated + 6 * chunks.len() >= corpus.len(),
+                    "utf8 floor {what}: {validated} of {}",
+                    corpus.len()
                 );
             }
         }

@@ -125,13 +125,14 @@ fn group_order(group: &str) -> (usize, usize, usize, String) {
 
 /// Row order within a group: the implementation first, then its peers, then the floors.
 fn function_order(function: &str) -> (usize, String) {
-    const ORDER: [&str; 7] = [
+    const ORDER: [&str; 8] = [
         "mcpwire",
         "mcpwire-ref",
         "sse-stream",
         "eventsource-stream",
         "naive-format",
         "memchr2-floor",
+        "utf8-floor",
         "memcpy-floor",
     ];
     let index = ORDER.iter().position(|f| *f == function);
