@@ -146,7 +146,7 @@ pub enum Item {
 pub struct EventRef<'a> {
     data: Utf8Ref<'a>,
     event_type: Utf8Ref<'a>,
-    id: &'a Utf8Bytes,
+    id: Utf8Ref<'a>,
 }
 
 impl<'a> EventRef<'a> {
@@ -179,7 +179,7 @@ impl<'a> EventRef<'a> {
         Event {
             data: self.data.to_bytes(),
             event_type: self.event_type.to_bytes(),
-            id: self.id.clone(),
+            id: self.id.to_bytes(),
         }
     }
 }
@@ -340,7 +340,9 @@ struct Fields {
     /// An `id` field was seen since the last dispatch.
     id_dirty: bool,
     /// The last event ID *string* (set from `id_buf` at every blank line, SSE-PARSE-14).
-    last_event_id: Utf8Bytes,
+    /// Moved, not copied, from `id_buf`: while it lies in the front chunk, a new id costs
+    /// no reference count.
+    last_event_id: FieldValue,
     retry: Option<Duration>,
 }
 
@@ -405,6 +407,15 @@ impl FieldValue {
                 }
             }
             Self::Owned(value) => Utf8Ref::new(value),
+        }
+    }
+
+    /// The value, owned (a reference count, no copy); `chunk` is the front chunk.
+    fn to_bytes(&self, chunk: &Bytes) -> Utf8Bytes {
+        match self {
+            Self::Empty => Utf8Bytes::new(),
+            Self::InChunk { start, end } => Utf8Bytes::from_validated(chunk.slice(*start..*end)),
+            Self::Owned(value) => value.clone(),
         }
     }
 
@@ -527,7 +538,7 @@ impl Decoder {
     /// [`next_item`](Self::next_item) has returned `Ok(None)`. This is the value to send
     /// as `Last-Event-ID` when reconnecting (SSE-PARSE-20).
     pub fn last_event_id(&self) -> &str {
-        self.fields.last_event_id.as_str()
+        self.fields.last_event_id.view(&self.front).as_str()
     }
 
     /// The reconnection time set by the last valid `retry` field, if any.
@@ -618,12 +629,7 @@ impl Decoder {
         Event {
             data,
             event_type: f.event_type.take(&self.front),
-            // Skips the reference count when no id is in force.
-            id: if f.last_event_id.is_empty() {
-                Utf8Bytes::new()
-            } else {
-                f.last_event_id.clone()
-            },
+            id: f.last_event_id.to_bytes(&self.front),
         }
     }
 
@@ -651,7 +657,7 @@ impl Decoder {
                 ItemRef::Event(EventRef {
                     data,
                     event_type: f.event_type.view(&self.front),
-                    id: &f.last_event_id,
+                    id: f.last_event_id.view(&self.front),
                 })
             }
             // SAFETY: `scan_lines` returns this step only for a validated range of the
@@ -693,6 +699,7 @@ impl Decoder {
                 }
                 self.fields.event_type.detach(chunk);
                 self.fields.id_buf.detach(chunk);
+                self.fields.last_event_id.detach(chunk);
                 self.front = self.queue.pop_front().unwrap_or_default();
                 self.pos = 0;
                 self.chunk_checked = false;
@@ -751,7 +758,7 @@ impl Decoder {
             }
             if len == 0 {
                 // SSE-PARSE-6: a blank line dispatches.
-                if let Some(step) = self.fields.dispatch(chunk) {
+                if let Some(step) = self.fields.dispatch() {
                     self.pos = pos;
                     return Ok(Some(step));
                 }
@@ -903,7 +910,7 @@ impl Decoder {
                 self.discard_line_nonempty = false;
                 if blank {
                     self.discarding = false;
-                    let dispatched = self.fields.dispatch(chunk);
+                    let dispatched = self.fields.dispatch();
                     debug_assert!(dispatched.is_none(), "data was cleared on failure");
                 }
             }
@@ -1135,9 +1142,9 @@ impl Fields {
     /// SSE-PARSE-14…17: the dispatch step at a blank line. The buffers are cleared
     /// (SSE-PARSE-18) when the decoder is next called, since the event borrows them.
     #[inline]
-    fn dispatch(&mut self, chunk: &Bytes) -> Option<Step> {
+    fn dispatch(&mut self) -> Option<Step> {
         if self.id_dirty {
-            self.last_event_id = self.id_buf.take(chunk);
+            self.last_event_id = std::mem::take(&mut self.id_buf);
             self.id_dirty = false;
         }
         match self.data {
