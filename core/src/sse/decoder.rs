@@ -1184,10 +1184,10 @@ fn carry(
     extend_within(line, piece, hint, limit);
     if complete && *valid_upto != usize::MAX {
         let unchecked = &line[*valid_upto..];
-        // A short line split by a chunk boundary is usually ASCII: std's word-at-a-time
-        // check beats the SIMD validator's set-up there.
+        // A short line split by a chunk boundary is usually ASCII: std's validator, which
+        // checks ASCII a word at a time, beats the SIMD validator's set-up there.
         let valid = if unchecked.len() < 256 {
-            unchecked.is_ascii() || std::str::from_utf8(unchecked).is_ok()
+            std::str::from_utf8(unchecked).is_ok()
         } else {
             simdutf8::basic::from_utf8(unchecked).is_ok()
         };
