@@ -530,7 +530,11 @@ mod tests {
                     let mut data = clean.clone();
                     data[pos] = byte;
                     let exact = memchr2(b'\n', b'\r', &data).is_some();
-                    assert_eq!(has_line_end_short(&data), exact, "{byte:#x} at {pos} of {len}");
+                    assert_eq!(
+                        has_line_end_short(&data),
+                        exact,
+                        "{byte:#x} at {pos} of {len}"
+                    );
                 }
             }
         }
