@@ -35,7 +35,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mcpwire::resume::{
     Epoch, EventId, EventStore, MemoryStore, Replay, ReplayRing, RingLimits, StoreLimits, StreamId,
 };
-use mcpwire::sse::{Encoder, Frame, Id};
+use mcpwire::sse::{Encoder, EventFields, Id};
 
 const SIZES: [usize; 3] = [16, 1_000, 100_000];
 const EPOCH: Epoch = Epoch::new(0x9c41_d5e6_b7a8_3f2a);
@@ -121,7 +121,7 @@ impl LinearStore {
 
 /// The frame of message `JSON` with `id`.
 fn encode(enc: &Encoder, id: Id<'_>, buf: &mut BytesMut) {
-    enc.encode_event(&Frame::new(JSON).with_id(id), buf);
+    enc.encode_event(&EventFields::new().with_id(id), JSON, buf);
 }
 
 fn locate_benches(c: &mut Criterion) {

@@ -42,7 +42,7 @@ use std::hint::black_box;
 
 use bytes::BytesMut;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use mcpwire::sse::{Encoder, Frame, Id};
+use mcpwire::sse::{Encoder, EventFields, Id};
 use mcpwire_benches::Payloads;
 use sse_stream::Sse;
 
@@ -82,7 +82,11 @@ fn check_outputs_agree(payloads: &Payloads) {
     let mut buf = BytesMut::new();
     for (id, message) in pairs(payloads).take(8) {
         let naive = format!("id: {id}\ndata: {message}\n\n");
-        encoder.encode_event(&Frame::new(message).with_id(Id::new(id).unwrap()), &mut buf);
+        encoder.encode_event(
+            &EventFields::new().with_id(Id::new(id).unwrap()),
+            message,
+            &mut buf,
+        );
         assert_eq!(&buf.split()[..], naive.as_bytes());
         let sse = Sse::default().id(id).data(message);
         let sse = sse.encode().unwrap();
@@ -108,7 +112,7 @@ fn encode_benches(c: &mut Criterion) {
                 let mut total = 0;
                 for (id, message) in pairs(&payloads) {
                     let id = Id::new(id).expect("the ids are valid");
-                    encoder.encode_event(&Frame::new(message).with_id(id), &mut buf);
+                    encoder.encode_event(&EventFields::new().with_id(id), message, &mut buf);
                     let frame = buf.split().freeze();
                     total += frame.len();
                     black_box(frame);

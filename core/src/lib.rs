@@ -30,6 +30,7 @@
 //! Requirement ids (SSE-PARSE-3, …) refer to `TRANSPORT.md`, the project's checklist of
 //! the MCP and WHATWG rules; tests are named after them.
 
+mod buf;
 mod utf8;
 mod version;
 

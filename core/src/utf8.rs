@@ -54,6 +54,26 @@ impl Utf8Bytes {
         }
     }
 
+    /// The part of `self` that `subset` is, without copying (one reference count), as
+    /// [`Bytes::slice_ref`]: for keeping a `&str` borrowed from this text (a JSON-RPC
+    /// method or payload found in it) past the borrow. An empty `subset` gives an empty
+    /// string wherever it points.
+    ///
+    /// # Panics
+    ///
+    /// If `subset` is not empty and does not lie inside `self`.
+    pub fn slice_ref(&self, subset: &str) -> Self {
+        // `subset` is a `str`, so the slice is UTF-8 whatever its position.
+        Self(self.0.slice_ref(subset.as_bytes()))
+    }
+
+    /// `self[range]` without copying, if `range` is within the text and on character
+    /// boundaries.
+    pub fn get(&self, range: Range<usize>) -> Option<Self> {
+        self.as_str().get(range.clone())?;
+        Some(Self(self.0.slice(range)))
+    }
+
     /// The string.
     #[inline]
     pub fn as_str(&self) -> &str {

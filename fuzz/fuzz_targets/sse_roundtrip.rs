@@ -17,7 +17,7 @@ use std::time::Duration;
 use arbitrary::Arbitrary;
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use mcpwire::sse::{Comment, Encoder, EventType, Frame, Id, Limits};
+use mcpwire::sse::{Comment, Encoder, EventFields, EventType, Id, Limits};
 use mcpwire_tests::reference::sse::{self as reference, Drain, Feed, Item, Outcome};
 
 #[derive(Arbitrary, Debug)]
@@ -67,20 +67,20 @@ fuzz_target!(|input: Input| {
             } => {
                 let id = id.as_deref().map(|id| sanitise(id, ID_FORBIDDEN));
                 let event = event.as_deref().map(|e| sanitise(e, LINE_FORBIDDEN));
-                let mut frame = Frame::new(data);
+                let mut fields = EventFields::new();
                 if let Some(id) = &id {
-                    frame = frame.with_id(Id::new(id).expect("sanitised id"));
+                    fields = fields.with_id(Id::new(id).expect("sanitised id"));
                 }
                 if let Some(event) = &event {
-                    frame = frame.with_event(EventType::new(event).expect("sanitised type"));
+                    fields = fields.with_event(EventType::new(event).expect("sanitised type"));
                 }
                 if let Some(ms) = *retry {
-                    frame = frame.with_retry(Duration::from_millis(ms));
+                    fields = fields.with_retry(Duration::from_millis(ms));
                 }
-                encoder.encode_event(&frame, &mut buf);
+                encoder.encode_event(&fields, data, &mut buf);
                 assert_eq!(
                     buf.len() - before,
-                    encoder.encoded_len(&frame),
+                    encoder.encoded_len(&fields, data),
                     "encoded_len is exact"
                 );
                 if let Some(ms) = *retry {

@@ -1892,7 +1892,7 @@ fn message_buf_writes_no_line_break_of_its_own() {
         .to_owned();
     assert!(text.contains("{\r\n\"a\": 1}"), "{text:?}");
     let mut frame = bytes::BytesMut::new();
-    mcpwire::sse::Encoder::new().encode_event(&mcpwire::sse::Frame::new(&text), &mut frame);
+    mcpwire::sse::Encoder::new().encode_event(&mcpwire::sse::EventFields::new(), &text, &mut frame);
     let mut decoder = mcpwire::sse::Decoder::default();
     decoder.push(frame.freeze());
     let event = decoder.next_event().unwrap().unwrap();

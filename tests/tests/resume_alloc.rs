@@ -19,7 +19,7 @@ use bytes::{Bytes, BytesMut};
 use mcpwire::resume::{
     Epoch, EventId, EventStore, MemoryStore, Replay, ReplayRing, RingLimits, StoreLimits, StreamId,
 };
-use mcpwire::sse::{Encoder, Frame};
+use mcpwire::sse::{Encoder, EventFields};
 use mcpwire_tests::alloc::{Counting, Meter};
 
 #[global_allocator]
@@ -191,7 +191,7 @@ fn count_encoding(
     let enc = Encoder::new();
     let mut buf = BytesMut::with_capacity(64 << 10);
     let encode = |buf: &mut BytesMut, id: mcpwire::sse::Id<'_>| {
-        enc.encode_event(&Frame::new(JSON).with_id(id), buf);
+        enc.encode_event(&EventFields::new().with_id(id), JSON, buf);
     };
     let meter = Meter::start();
     for _ in 0..n {

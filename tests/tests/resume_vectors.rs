@@ -11,7 +11,7 @@ use mcpwire::resume::{
     Epoch, EventId, EventIdError, EventStore, MemoryStore, Replay, RingLimits, StoreError,
     StoreLimits, StreamId,
 };
-use mcpwire::sse::{Decoder, Encoder, Frame, Limits};
+use mcpwire::sse::{Decoder, Encoder, EventFields, Limits};
 
 const EPOCH: Epoch = Epoch::new(0x9c41_d5e6);
 
@@ -59,7 +59,7 @@ impl Server {
                 stream,
                 &mut self.buf,
                 |id, buf| {
-                    Encoder::new().encode_event(&Frame::new(data).with_id(id), buf);
+                    Encoder::new().encode_event(&EventFields::new().with_id(id), data, buf);
                 },
             )
             .unwrap()
@@ -561,7 +561,7 @@ fn remote_store_resume_on_another_node_via_pending_and_from_window() {
     let ids: Vec<EventId> = (0..4)
         .map(|i| {
             a.append_with(now, &session, stream, &mut buf, |id, buf| {
-                Encoder::new().encode_event(&Frame::new(&format!("m{i}")).with_id(id), buf);
+                Encoder::new().encode_event(&EventFields::new().with_id(id), &format!("m{i}"), buf);
             })
             .unwrap()
             .0

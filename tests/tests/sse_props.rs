@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use bytes::BytesMut;
-use mcpwire::sse::{Comment, Encoder, EventType, Frame, Id, Limits};
+use mcpwire::sse::{Comment, Encoder, EventFields, EventType, Id, Limits};
 use mcpwire_tests::reference::sse::{self as reference, Drain, Feed, Item, Outcome, Pull, escape};
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -346,14 +346,17 @@ fn encode_model(specs: &[Spec]) -> Result<(Vec<u8>, Outcome), TestCaseError> {
                     Some(event) => checked(event, &['\r', '\n'], EventType::new)?,
                     None => None,
                 };
-                let frame = Frame {
+                let fields = EventFields {
                     id,
                     event,
                     retry: *retry,
-                    data,
                 };
-                enc.encode_event(&frame, &mut buf);
-                prop_assert_eq!(buf.len() - before, enc.encoded_len(&frame), "encoded_len");
+                enc.encode_event(&fields, data, &mut buf);
+                prop_assert_eq!(
+                    buf.len() - before,
+                    enc.encoded_len(&fields, data),
+                    "encoded_len"
+                );
                 if let Some(retry) = retry {
                     expected.retry = Some(ms(*retry));
                     expected.items.push(Item::Retry(ms(*retry)));

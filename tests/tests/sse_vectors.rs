@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use mcpwire::sse::{
-    Comment, DecodeError, Decoder, EncodeError, Encoder, EventType, Frame, Id, Item as CoreItem,
-    Limits,
+    Comment, DecodeError, Decoder, EncodeError, Encoder, EventFields, EventType, Id,
+    Item as CoreItem, Limits,
 };
 use mcpwire_tests::reference::sse::{
     self as reference, Drain, Feed, Item, Item::Retry, Outcome, Pull, escape,
@@ -565,16 +565,16 @@ fn sse_parse_22_error_display_names_the_limit() {
 // SSE-ENC: the encoder's output, decoded by both decoders.
 
 /// Encodes `frames` and checks `encoded_len`; returns the stream bytes.
-fn encode_all(frames: &[Frame<'_>]) -> Vec<u8> {
+fn encode_all(frames: &[(EventFields<'_>, &str)]) -> Vec<u8> {
     let enc = Encoder::new();
     let mut buf = BytesMut::new();
-    for frame in frames {
+    for (fields, data) in frames {
         let before = buf.len();
-        enc.encode_event(frame, &mut buf);
+        enc.encode_event(fields, data, &mut buf);
         assert_eq!(
             buf.len() - before,
-            enc.encoded_len(frame),
-            "encoded_len of {frame:?}"
+            enc.encoded_len(fields, data),
+            "encoded_len of {fields:?} {data:?}"
         );
     }
     buf.to_vec()
@@ -587,7 +587,7 @@ fn decode_encoded(bytes: &[u8], expected: &Outcome) {
 
 #[test]
 fn sse_enc_1_utf8_only_and_no_bom() {
-    let bytes = encode_all(&[Frame::new("\u{FEFF}é€😀")]);
+    let bytes = encode_all(&[(EventFields::new(), "\u{FEFF}é€😀")]);
     assert!(std::str::from_utf8(&bytes).is_ok());
     assert!(bytes.starts_with(b"data: "), "no BOM is written");
     // The data's own leading U+FEFF is not at stream start, so it survives.
@@ -602,7 +602,7 @@ fn sse_enc_1_utf8_only_and_no_bom() {
 
 #[test]
 fn sse_enc_2_data_split_on_every_line_end() {
-    let bytes = encode_all(&[Frame::new("a\r\nb\rc\nd\r\r\n\n")]);
+    let bytes = encode_all(&[(EventFields::new(), "a\r\nb\rc\nd\r\r\n\n")]);
     assert_eq!(
         bytes,
         b"data: a\ndata: b\ndata: c\ndata: d\ndata:\ndata:\ndata:\n\n"
@@ -619,7 +619,7 @@ fn sse_enc_2_data_split_on_every_line_end() {
 #[test]
 fn sse_enc_2_multiline_json() {
     let json = "{\r\n  \"jsonrpc\": \"2.0\",\n  \"id\": 1\r}";
-    let bytes = encode_all(&[Frame::new(json)]);
+    let bytes = encode_all(&[(EventFields::new(), json)]);
     decode_encoded(
         &bytes,
         &Outcome {
@@ -631,9 +631,12 @@ fn sse_enc_2_multiline_json() {
 
 #[test]
 fn sse_enc_3_values_starting_with_space_survive() {
-    let frame = Frame::new("  two spaces")
-        .with_id(Id::new(" id").unwrap())
-        .with_event(EventType::new(" type").unwrap());
+    let frame = (
+        EventFields::new()
+            .with_id(Id::new(" id").unwrap())
+            .with_event(EventType::new(" type").unwrap()),
+        "  two spaces",
+    );
     let bytes = encode_all(&[frame]);
     assert_eq!(bytes, b"event:  type\nid:  id\ndata:   two spaces\n\n");
     decode_encoded(
@@ -658,7 +661,10 @@ fn sse_enc_4_id_event_and_comment_reject_line_ends_and_id_rejects_nul() {
     assert_eq!(Comment::new("a\rb").err(), invalid("comment", b'\r'));
     assert!(Id::new("").is_ok() && Id::new("s:1 é").is_ok());
     // NUL is legal (and round-trips) in an event type and in data.
-    let frame = Frame::new("x\0y").with_event(EventType::new("t\0").unwrap());
+    let frame = (
+        EventFields::new().with_event(EventType::new("t\0").unwrap()),
+        "x\0y",
+    );
     decode_encoded(
         &encode_all(&[frame]),
         &Outcome {
@@ -675,8 +681,8 @@ fn sse_enc_5_retry_is_ascii_digits_in_milliseconds() {
     enc.encode_retry(Duration::from_millis(1500), &mut buf);
     enc.encode_retry(Duration::from_micros(2999), &mut buf);
     enc.encode_retry(Duration::MAX, &mut buf);
-    let frame = Frame::new("x").with_retry(Duration::ZERO);
-    enc.encode_event(&frame, &mut buf);
+    let frame = (EventFields::new().with_retry(Duration::ZERO), "x");
+    enc.encode_event(&frame.0, frame.1, &mut buf);
     decode_encoded(
         &buf,
         &Outcome {
@@ -689,7 +695,7 @@ fn sse_enc_5_retry_is_ascii_digits_in_milliseconds() {
 
 #[test]
 fn sse_enc_6_event_not_delivered_before_its_blank_line() {
-    let bytes = encode_all(&[Frame::new("a\nb").with_id(Id::new("1").unwrap())]);
+    let bytes = encode_all(&[(EventFields::new().with_id(Id::new("1").unwrap()), "a\nb")]);
     assert!(bytes.ends_with(b"\n\n"));
     let mut dec = Decoder::new(Limits::default());
     dec.push_slice(&bytes[..bytes.len() - 1]);
@@ -702,10 +708,13 @@ fn sse_enc_6_event_not_delivered_before_its_blank_line() {
 
 #[test]
 fn sse_enc_6_lowercase_field_names() {
-    let frame = Frame::new("d")
-        .with_id(Id::new("i").unwrap())
-        .with_event(EventType::new("e").unwrap())
-        .with_retry(Duration::from_millis(7));
+    let frame = (
+        EventFields::new()
+            .with_id(Id::new("i").unwrap())
+            .with_event(EventType::new("e").unwrap())
+            .with_retry(Duration::from_millis(7)),
+        "d",
+    );
     assert_eq!(
         encode_all(&[frame]),
         b"event: e\nid: i\nretry: 7\ndata: d\n\n"
@@ -732,9 +741,12 @@ fn sse_enc_7_comment_is_a_keep_alive_not_an_event() {
 #[test]
 fn sse_enc_8_message_type() {
     let bytes = encode_all(&[
-        Frame::new("{}").with_event(EventType::MESSAGE),
-        Frame::new("/mcp?sessionId=1").with_event(EventType::ENDPOINT),
-        Frame::new("[]"),
+        (EventFields::new().with_event(EventType::MESSAGE), "{}"),
+        (
+            EventFields::new().with_event(EventType::ENDPOINT),
+            "/mcp?sessionId=1",
+        ),
+        (EventFields::new(), "[]"),
     ]);
     decode_encoded(
         &bytes,
@@ -754,7 +766,7 @@ fn sse_enc_9_priming_event_sets_last_event_id() {
     let enc = Encoder::new();
     let mut buf = BytesMut::new();
     enc.encode_priming(Id::new("s:0").unwrap(), None, &mut buf);
-    enc.encode_event(&Frame::new("{}"), &mut buf);
+    enc.encode_event(&EventFields::new(), "{}", &mut buf);
     enc.encode_priming(
         Id::new("s:1").unwrap(),
         Some(Duration::from_millis(250)),
@@ -781,16 +793,22 @@ fn sse_enc_9_priming_event_sets_last_event_id() {
 
 #[test]
 fn sse_enc_encoded_len_matches_for_edge_frames() {
-    let retry_max = Frame::new("").with_retry(Duration::MAX);
+    let retry_max = (EventFields::new().with_retry(Duration::MAX), "");
     let frames = [
-        Frame::new(""),
-        Frame::new("\r\n"),
-        Frame::new("\r"),
-        Frame::new("\n\n"),
-        Frame::new("x").with_id(Id::new("").unwrap()),
-        Frame::new("x").with_event(EventType::new("").unwrap()),
+        (EventFields::new(), ""),
+        (EventFields::new(), "\r\n"),
+        (EventFields::new(), "\r"),
+        (EventFields::new(), "\n\n"),
+        (EventFields::new().with_id(Id::new("").unwrap()), "x"),
+        (
+            EventFields::new().with_event(EventType::new("").unwrap()),
+            "x",
+        ),
         retry_max,
-        Frame::new("a\r\r\nb").with_retry(Duration::from_millis(9)),
+        (
+            EventFields::new().with_retry(Duration::from_millis(9)),
+            "a\r\r\nb",
+        ),
     ];
     // encode_all asserts encoded_len for each.
     let bytes = encode_all(&frames);

@@ -58,7 +58,7 @@ impl std::error::Error for EncodeError {}
 /// A reusable buffer of encoded JSON-RPC messages.
 ///
 /// Each `push_*` appends one compact message and returns its text, which can go straight
-/// into an SSE [`Frame`](crate::sse::Frame) or, through [`MessageBuf::split`], become an
+/// into an SSE event ([`Encoder::encode_event`](crate::sse::Encoder::encode_event)) or, through [`MessageBuf::split`], become an
 /// HTTP body without a copy. Clear or split the buffer between messages; its allocation
 /// is reused.
 ///

@@ -236,7 +236,7 @@ impl EventIdBuf {
         &self.bytes[..self.len]
     }
 
-    /// The text as an SSE `id` field value, ready for [`sse::Frame::with_id`] or
+    /// The text as an SSE `id` field value, ready for [`sse::EventFields::with_id`] or
     /// [`sse::Encoder::encode_priming`].
     pub fn sse_id(&self) -> sse::Id<'_> {
         match sse::Id::new(self.as_str()) {

@@ -112,7 +112,7 @@ impl Default for RingLimits {
 /// use std::time::Instant;
 /// use bytes::BytesMut;
 /// use mcpwire::resume::{Epoch, Replay, ReplayRing, RingLimits, StreamId};
-/// use mcpwire::sse::{Encoder, Frame};
+/// use mcpwire::sse::{Encoder, EventFields};
 ///
 /// let mut ring = ReplayRing::new(Epoch::new(7), StreamId::new(1), RingLimits::new());
 /// let (now, enc, mut buf) = (Instant::now(), Encoder::new(), BytesMut::new());
@@ -121,7 +121,7 @@ impl Default for RingLimits {
 /// let (primed, frame) = ring.append_with(now, &mut buf, |id, buf| enc.encode_priming(id, None, buf))?;
 /// assert_eq!(&frame[..], b"id: 7:1:0\ndata:\n\n");
 /// let (_, frame) = ring.append_with(now, &mut buf, |id, buf| {
-///     enc.encode_event(&Frame::new("{}").with_id(id), buf)
+///     enc.encode_event(&EventFields::new().with_id(id), "{}", buf)
 /// })?;
 /// assert_eq!(&frame[..], b"id: 7:1:1\ndata: {}\n\n");
 ///

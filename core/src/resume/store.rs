@@ -31,7 +31,7 @@ use super::{Epoch, EventId, Replay, ReplayRing, RingLimits, StreamId};
 /// use std::time::Instant;
 /// use bytes::BytesMut;
 /// use mcpwire::resume::{Epoch, EventId, EventStore, MemoryStore, Replay, StoreLimits};
-/// use mcpwire::sse::{Encoder, Frame};
+/// use mcpwire::sse::{Encoder, EventFields};
 ///
 /// let mut store = MemoryStore::new(Epoch::new(0x5eed), StoreLimits::new());
 /// let (session, now, enc, mut buf) = ("session-a", Instant::now(), Encoder::new(), BytesMut::new());
@@ -43,7 +43,7 @@ use super::{Epoch, EventId, Replay, ReplayRing, RingLimits, StreamId};
 ///     enc.encode_priming(id, None, buf)
 /// })?;
 /// let (_, message) = store.append_with(now, &session, stream, &mut buf, |id, buf| {
-///     enc.encode_event(&Frame::new(r#"{"jsonrpc":"2.0","method":"ping","id":1}"#).with_id(id), buf)
+///     enc.encode_event(&EventFields::new().with_id(id), r#"{"jsonrpc":"2.0","method":"ping","id":1}"#, buf)
 /// })?;
 ///
 /// // The connection drops; the client GETs with `Last-Event-ID: 5eed:0:0` (RESUME-4).

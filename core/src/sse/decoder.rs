@@ -5,7 +5,10 @@ use std::fmt;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use memchr::{memchr, memchr2};
+use memchr::memchr;
+
+use super::line_end::LineEnds;
+use crate::buf::extend_within;
 
 use crate::{Utf8Bytes, Utf8Ref};
 
@@ -16,45 +19,6 @@ const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
 /// A carried `data` line shorter than this is copied into the data buffer (no reference
 /// counts); a longer one is shared from the carried-line buffer (no copy).
 const COPY_UP_TO: usize = 4096;
-
-/// Finds the next CR or LF: memchr's vector searcher picked once per decoder, which
-/// saves memchr2's per-call dispatch on streams of short lines.
-#[derive(Clone, Copy, Debug)]
-enum LineEnds {
-    #[cfg(target_arch = "x86_64")]
-    Avx2(memchr::arch::x86_64::avx2::memchr::Two),
-    #[cfg(target_arch = "x86_64")]
-    Sse2(memchr::arch::x86_64::sse2::memchr::Two),
-    #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-    Generic,
-}
-
-impl LineEnds {
-    fn new() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use memchr::arch::x86_64::{avx2, sse2};
-            if let Some(two) = avx2::memchr::Two::new(b'\n', b'\r') {
-                return Self::Avx2(two);
-            }
-            if let Some(two) = sse2::memchr::Two::new(b'\n', b'\r') {
-                return Self::Sse2(two);
-            }
-        }
-        Self::Generic
-    }
-
-    #[inline(always)]
-    fn find(&self, haystack: &[u8]) -> Option<usize> {
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Self::Avx2(two) => two.find(haystack),
-            #[cfg(target_arch = "x86_64")]
-            Self::Sse2(two) => two.find(haystack),
-            Self::Generic => memchr2(b'\n', b'\r', haystack),
-        }
-    }
-}
 
 /// One dispatched server-sent event (WHATWG §9.2.6 "dispatch the event").
 ///
@@ -1193,39 +1157,6 @@ fn carry(
         };
         // An invalid line is decoded with replacement by the caller.
         *valid_upto = if valid { line.len() } else { usize::MAX };
-    }
-}
-
-/// Appends `bytes` to `buf` without letting its capacity pass `limit` (SSE-PARSE-22).
-///
-/// `BytesMut` grows by doubling, which could leave a buffer holding up to twice its limit.
-/// Here the old allocation is reused when possible; otherwise the buffer grows to
-/// `max(needed, 2 × capacity, hint)`, clamped to `limit` (callers have checked that the
-/// needed length is within it).
-#[inline]
-fn extend_within(buf: &mut BytesMut, bytes: &[u8], hint: usize, limit: usize) {
-    if buf.capacity() - buf.len() < bytes.len() {
-        grow_within(buf, bytes.len(), hint, limit);
-    }
-    buf.extend_from_slice(bytes);
-}
-
-/// The slow path of [`extend_within`]: makes room for `additional` more bytes.
-#[cold]
-fn grow_within(buf: &mut BytesMut, additional: usize, hint: usize, limit: usize) {
-    let needed = buf.len() + additional;
-    if !buf.try_reclaim(additional) {
-        let cap = needed
-            .max(buf.capacity().saturating_mul(2))
-            .max(hint)
-            .min(limit)
-            .max(needed);
-        // Through `Vec`, whose exact reservation reallocates in place where it can, so
-        // the old and new buffers are not both alive (both conversions are zero-copy for
-        // an unshared buffer).
-        let mut vec = Vec::from(std::mem::take(buf));
-        vec.reserve_exact(cap - vec.len());
-        *buf = BytesMut::from(Bytes::from(vec));
     }
 }
 

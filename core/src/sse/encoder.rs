@@ -4,7 +4,9 @@ use std::fmt;
 use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
-use memchr::{memchr2, memchr3};
+use memchr::memchr3;
+
+use super::line_end;
 
 /// A field value was rejected: it would have changed the meaning of the frame.
 #[non_exhaustive]
@@ -138,7 +140,7 @@ fn has_id_breaker_short(bytes: &[u8]) -> bool {
 }
 
 fn single_line<'a>(field: &'static str, value: &'a str) -> Result<&'a str, EncodeError> {
-    match memchr2(b'\r', b'\n', value.as_bytes()) {
+    match line_end::find(value.as_bytes()) {
         None => Ok(value),
         Some(i) => Err(EncodeError::InvalidField {
             field,
@@ -147,46 +149,49 @@ fn single_line<'a>(field: &'static str, value: &'a str) -> Result<&'a str, Encod
     }
 }
 
-/// One event to encode. Its fields are validated types, so encoding cannot fail.
+/// The fields of one event to encode besides its data: `id`, `event` and `retry`. Each
+/// is a validated type, so encoding cannot fail.
 ///
-/// `data` may contain any text: it is split on CR, LF and CRLF into one `data` line per
-/// piece (SSE-ENC-2), so a decoder returns it with every line end turned into LF.
+/// The data is passed beside it ([`Encoder::encode_event`]) or written straight into the
+/// frame ([`Encoder::encode_event_with`]). "Frame" in this crate always means the encoded
+/// bytes of one event, comment or `retry` block, as written to the socket and retained
+/// for replay; an `EventFields` is what goes into one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Frame<'a> {
+pub struct EventFields<'a> {
     /// The `id` field, if any.
     pub id: Option<Id<'a>>,
     /// The `event` field, if any (decoders read its absence as `message`).
     pub event: Option<EventType<'a>>,
     /// The `retry` field, if any.
     pub retry: Option<Duration>,
-    /// The event data.
-    pub data: &'a str,
 }
 
-impl<'a> Frame<'a> {
-    /// A frame with only data.
-    pub const fn new(data: &'a str) -> Self {
+impl<'a> EventFields<'a> {
+    /// No `id`, `event` or `retry`: a plain `message` event.
+    pub const fn new() -> Self {
         Self {
             id: None,
             event: None,
             retry: None,
-            data,
         }
     }
 
     /// Sets the `id` field.
+    #[must_use]
     pub const fn with_id(mut self, id: Id<'a>) -> Self {
         self.id = Some(id);
         self
     }
 
     /// Sets the `event` field.
+    #[must_use]
     pub const fn with_event(mut self, event: EventType<'a>) -> Self {
         self.event = Some(event);
         self
     }
 
     /// Sets the `retry` field.
+    #[must_use]
     pub const fn with_retry(mut self, retry: Duration) -> Self {
         self.retry = Some(retry);
         self
@@ -210,11 +215,11 @@ impl<'a> Frame<'a> {
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use mcpwire::sse::{Encoder, Frame, Id};
+/// use mcpwire::sse::{Encoder, EventFields, Id};
 ///
 /// let mut buf = BytesMut::new();
-/// let frame = Frame::new("line 1\nline 2").with_id(Id::new("s1:42")?);
-/// Encoder::new().encode_event(&frame, &mut buf);
+/// let fields = EventFields::new().with_id(Id::new("s1:42")?);
+/// Encoder::new().encode_event(&fields, "line 1\nline 2", &mut buf);
 /// assert_eq!(&buf[..], b"id: s1:42\ndata: line 1\ndata: line 2\n\n");
 /// # Ok::<(), mcpwire::sse::EncodeError>(())
 /// ```
@@ -233,20 +238,16 @@ impl Encoder {
         Self { _private: () }
     }
 
-    /// Appends an event frame.
+    /// Appends the frame of one event: `fields`, then `data` split into one `data` line
+    /// per line (SSE-ENC-2), then the blank line.
     #[inline]
-    pub fn encode_event(&self, frame: &Frame<'_>, dst: &mut BytesMut) {
-        reserve(dst, frame_overhead(frame) + frame.data.len());
-        if let Some(event) = frame.event {
-            put_field(dst, b"event: ", event.0);
-        }
-        if let Some(id) = frame.id {
-            put_field(dst, b"id: ", id.0);
-        }
-        if let Some(retry) = frame.retry {
-            put_retry(dst, retry);
-        }
-        let data = frame.data.as_bytes();
+    pub fn encode_event(&self, fields: &EventFields<'_>, data: &str, dst: &mut BytesMut) {
+        reserve(
+            dst,
+            fields_len(fields) + DATA_LINE_OVERHEAD + 1 + data.len(),
+        );
+        put_fields(dst, fields);
+        let data = data.as_bytes();
         if data.len() <= SHORT_DATA && !has_line_end_short(data) {
             // The common frame, one JSON-RPC message on one line: one search, three copies.
             if data.is_empty() {
@@ -260,6 +261,52 @@ impl Encoder {
         }
         put_data(dst, data);
         dst.put_u8(b'\n');
+    }
+
+    /// Appends the frame of one event whose data `write` appends to `dst` itself: the data
+    /// is written once, in place, instead of into a buffer of its own and then copied
+    /// (this is how a JSON-RPC message becomes a frame, see
+    /// [`jsonrpc::Outgoing::encode_frame`](crate::jsonrpc::Outgoing::encode_frame)).
+    ///
+    /// `write` must append valid UTF-8 (it is text, like the `&str` of
+    /// [`encode_event`](Self::encode_event)). The frame is byte for byte what
+    /// `encode_event` writes for the same data: data without line ends (the common case)
+    /// costs one search over it; data with line ends is re-split into `data` lines, which
+    /// copies it once more.
+    ///
+    /// # Errors
+    ///
+    /// What `write` returns; `dst` is then truncated back to its length before the call.
+    pub fn encode_event_with<E>(
+        &self,
+        fields: &EventFields<'_>,
+        dst: &mut BytesMut,
+        write: impl FnOnce(&mut BytesMut) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let start = dst.len();
+        reserve(dst, fields_len(fields) + DATA_LINE_OVERHEAD + 1);
+        put_fields(dst, fields);
+        dst.put_slice(b"data: ");
+        let data_start = dst.len();
+        if let Err(e) = write(dst) {
+            dst.truncate(start);
+            return Err(e);
+        }
+        let data = &dst[data_start..];
+        if data.is_empty() {
+            // As `encode_event`: an empty piece is `data:` without the space.
+            dst.truncate(data_start - 1);
+            dst.put_slice(b"\n\n");
+        } else if line_end::find(data).is_none() {
+            reserve(dst, 2);
+            dst.put_slice(b"\n\n");
+        } else {
+            // Rare: the data has line ends (pretty-printed raw JSON). Re-split it.
+            let data = dst.split_off(data_start - DATA_PREFIX.len());
+            put_data(dst, &data[DATA_PREFIX.len()..]);
+            dst.put_u8(b'\n');
+        }
+        Ok(())
     }
 
     /// Appends a comment frame (`:text` and a blank line): a heartbeat that decoders
@@ -291,10 +338,11 @@ impl Encoder {
         dst.put_slice(b"data:\n\n");
     }
 
-    /// The exact number of bytes [`encode_event`](Self::encode_event) appends for `frame`.
-    pub fn encoded_len(&self, frame: &Frame<'_>) -> usize {
-        let mut len = frame_overhead(frame) - DATA_LINE_OVERHEAD;
-        for_each_line(frame.data.as_bytes(), |line| {
+    /// The exact number of bytes [`encode_event`](Self::encode_event) appends for
+    /// `fields` and `data`.
+    pub fn encoded_len(&self, fields: &EventFields<'_>, data: &str) -> usize {
+        let mut len = fields_len(fields) + 1;
+        for_each_line(data.as_bytes(), |line| {
             len += line_len(line);
         });
         len
@@ -341,7 +389,7 @@ fn has_line_end_short(data: &[u8]) -> bool {
         256..=SHORT_DATA => ends::<256>(data),
         _ => true,
     };
-    maybe && memchr2(b'\n', b'\r', data).is_some()
+    maybe && line_end::find(data).is_some()
 }
 
 /// Makes room for `needed` more bytes; a buffer without room gets at least a block.
@@ -357,19 +405,36 @@ const DATA_LINE_OVERHEAD: usize = 7;
 /// `"retry: "`, 20 digits, LF.
 const RETRY_MAX_LEN: usize = 28;
 
-/// Bytes of everything but the data pieces, counting one data line and the blank line.
-fn frame_overhead(frame: &Frame<'_>) -> usize {
-    let mut len = DATA_LINE_OVERHEAD + 1;
-    if let Some(event) = frame.event {
+/// `"data: "`, the start of a non-empty data line.
+const DATA_PREFIX: &[u8] = b"data: ";
+
+/// Bytes of the `event`, `id` and `retry` lines of `fields`.
+fn fields_len(fields: &EventFields<'_>) -> usize {
+    let mut len = 0;
+    if let Some(event) = fields.event {
         len += 8 + event.0.len();
     }
-    if let Some(id) = frame.id {
+    if let Some(id) = fields.id {
         len += 5 + id.0.len();
     }
-    if let Some(retry) = frame.retry {
+    if let Some(retry) = fields.retry {
         len += 8 + decimal_len(retry_ms(retry));
     }
     len
+}
+
+/// Writes the `event`, `id` and `retry` lines of `fields` (room is reserved).
+#[inline]
+fn put_fields(dst: &mut BytesMut, fields: &EventFields<'_>) {
+    if let Some(event) = fields.event {
+        put_field(dst, b"event: ", event.0);
+    }
+    if let Some(id) = fields.id {
+        put_field(dst, b"id: ", id.0);
+    }
+    if let Some(retry) = fields.retry {
+        put_retry(dst, retry);
+    }
 }
 
 #[inline]
@@ -421,12 +486,12 @@ fn put_data(dst: &mut BytesMut, data: &[u8]) {
     let mut open = false;
     loop {
         let window = &rest[..rest.len().min(BLOCK)];
-        match memchr2(b'\n', b'\r', window) {
+        match line_end::find(window) {
             Some(i) => {
                 put_piece_part(dst, &rest[..i], &mut open);
                 close_piece(dst, &mut open);
-                let crlf = rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n');
-                rest = &rest[i + 1 + usize::from(crlf)..];
+                // A CR at the very end of the data is a line end like any other.
+                rest = &rest[line_end::step_over(rest, i).0..];
             }
             None if window.len() == rest.len() => {
                 put_piece_part(dst, rest, &mut open);
@@ -445,7 +510,7 @@ fn put_data(dst: &mut BytesMut, data: &[u8]) {
 fn put_piece_part(dst: &mut BytesMut, part: &[u8], open: &mut bool) {
     if !part.is_empty() {
         if !*open {
-            dst.put_slice(b"data: ");
+            dst.put_slice(DATA_PREFIX);
             *open = true;
         }
         dst.put_slice(part);
@@ -468,14 +533,9 @@ fn close_piece(dst: &mut BytesMut, open: &mut bool) {
 #[inline]
 fn for_each_line(data: &[u8], mut f: impl FnMut(&[u8])) {
     let mut rest = data;
-    while let Some(i) = memchr2(b'\n', b'\r', rest) {
+    while let Some(i) = line_end::find(rest) {
         f(&rest[..i]);
-        let skip = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') {
-            2
-        } else {
-            1
-        };
-        rest = &rest[i + skip..];
+        rest = &rest[line_end::step_over(rest, i).0..];
     }
     f(rest);
 }
@@ -483,17 +543,44 @@ fn for_each_line(data: &[u8], mut f: impl FnMut(&[u8])) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memchr::memchr2;
 
-    fn event(frame: &Frame<'_>) -> BytesMut {
+    /// Encodes through both entries and checks that they and `encoded_len` agree.
+    fn event_with(fields: &EventFields<'_>, data: &str) -> BytesMut {
+        let enc = Encoder::new();
         let mut buf = BytesMut::new();
-        Encoder::new().encode_event(frame, &mut buf);
-        assert_eq!(buf.len(), Encoder::new().encoded_len(frame));
+        enc.encode_event(fields, data, &mut buf);
+        assert_eq!(buf.len(), enc.encoded_len(fields, data));
+        let mut with = BytesMut::from(&b"kept"[..]);
+        enc.encode_event_with(fields, &mut with, |dst| {
+            dst.extend_from_slice(data.as_bytes());
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(&with[..4], b"kept");
+        assert_eq!(&with[4..], &buf[..], "encode_event_with for {data:?}");
         buf
+    }
+
+    fn event(data: &str) -> BytesMut {
+        event_with(&EventFields::new(), data)
+    }
+
+    #[test]
+    fn encode_event_with_rolls_back_on_error() {
+        let mut buf = BytesMut::from(&b"kept"[..]);
+        let fields = EventFields::new().with_id(Id::new("1").unwrap());
+        let result = Encoder::new().encode_event_with(&fields, &mut buf, |dst| {
+            dst.extend_from_slice(b"half a message");
+            Err("serialize failed")
+        });
+        assert_eq!(result, Err("serialize failed"));
+        assert_eq!(&buf[..], b"kept");
     }
 
     #[test]
     fn sse_enc_2_data_split_on_every_line_end() {
-        let buf = event(&Frame::new("a\r\nb\rc\nd\n"));
+        let buf = event("a\r\nb\rc\nd\n");
         assert_eq!(&buf[..], b"data: a\ndata: b\ndata: c\ndata: d\ndata:\n\n");
     }
 
@@ -504,12 +591,12 @@ mod tests {
         for at in [4094, 4095, 4096, 4097, 8191] {
             let mut data = "x".repeat(10_000);
             data.replace_range(at..at + 2, "\r\n");
-            let buf = event(&Frame::new(&data));
+            let buf = event(&data);
             let expected = format!("data: {}\ndata: {}\n\n", &data[..at], &data[at + 2..]);
             assert_eq!(std::str::from_utf8(&buf).unwrap(), expected, "CRLF at {at}");
         }
         let data = "y".repeat(9000) + "\n";
-        let buf = event(&Frame::new(&data));
+        let buf = event(&data);
         assert_eq!(
             &buf[..],
             format!("data: {}\ndata:\n\n", &data[..9000]).as_bytes()
@@ -542,7 +629,7 @@ mod tests {
 
     #[test]
     fn sse_enc_3_value_starting_with_space_keeps_it() {
-        let buf = event(&Frame::new(" x"));
+        let buf = event(" x");
         assert_eq!(&buf[..], b"data:  x\n\n");
     }
 
@@ -601,12 +688,12 @@ mod tests {
 
     #[test]
     fn sse_enc_6_all_fields_and_blank_line() {
-        let frame = Frame::new("{}")
+        let fields = EventFields::new()
             .with_id(Id::new("s:1").unwrap())
             .with_event(EventType::MESSAGE)
             .with_retry(Duration::from_secs(2));
         assert_eq!(
-            &event(&frame)[..],
+            &event_with(&fields, "{}")[..],
             b"event: message\nid: s:1\nretry: 2000\ndata: {}\n\n"
         );
     }

@@ -9,7 +9,8 @@
 mod decoder;
 mod encoder;
 mod limits;
+mod line_end;
 
 pub use decoder::{DecodeError, Decoder, Event, EventRef, Item, ItemRef};
-pub use encoder::{Comment, EncodeError, Encoder, EventType, Frame, Id};
+pub use encoder::{Comment, EncodeError, Encoder, EventFields, EventType, Id};
 pub use limits::Limits;
