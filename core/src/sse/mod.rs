@@ -11,6 +11,6 @@ mod encoder;
 mod limits;
 mod line_end;
 
-pub use decoder::{DecodeError, Decoder, Event, EventRef, Item, ItemRef};
+pub use decoder::{DecodeError, Decoder, Event, EventRef, FinishedError, Item, ItemRef};
 pub use encoder::{Comment, EncodeError, Encoder, EventFields, EventType, Id};
 pub use limits::Limits;
