@@ -1,4 +1,23 @@
-//! `Utf8Bytes`: reference-counted bytes that are known to be valid UTF-8.
+//! Text known to be valid UTF-8, and the proofs of it: the one module of the crate with
+//! `unsafe` code.
+//!
+//! The decoder validates each pushed chunk once (SIMD) and then hands out field values as
+//! `&str` slices of it, zero-copy, with no second validation. That needs
+//! `str::from_utf8_unchecked`, and its soundness must not rest on a caller elsewhere
+//! keeping a promise. So every proof is a type defined here, whose fields only this module
+//! can set, and every `unsafe` block relies only on the invariant of its own type:
+//!
+//! - [`Utf8Bytes`]: reference-counted text; built only from a `str`, by validating, or
+//!   from the types below;
+//! - `Chunk`: a pushed chunk and the span of it that `check_from` validated; text is taken
+//!   from the span with `Chunk::text`, a bounds and character-boundary check (O(1));
+//! - `LineBuf`: a line carried across chunks and the prefix of it known valid (taken over
+//!   from its chunk's span, or validated when the line completes);
+//! - `TextBuf`: a buffer only `str`s are appended to (the joined lines of an event);
+//! - [`Utf8Ref`]: borrowed text and, optionally, the `Bytes` it lies in (safe: it holds a
+//!   `&str`; `to_bytes` slices the owner with a checked `slice_ref`).
+//!
+//! Miri runs the tests that reach each of these blocks (`.ci/run`).
 
 use bytes::{Bytes, BytesMut};
 use std::borrow::Cow;
