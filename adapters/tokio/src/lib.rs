@@ -210,7 +210,8 @@ pin_project! {
     /// A `text/event-stream` decoded from an HTTP body, such as hyper 1's
     /// `body::Incoming`.
     ///
-    /// Data frames are handed to the decoder without a copy; trailers frames are skipped.
+    /// The body's data is handed to the decoder without a copy; trailers are skipped.
+    /// (The body's `http_body::Frame`s are an HTTP-layer unit, not SSE frames.)
     /// When the body ends, the stream yields what is left and ends too.
     #[derive(Debug)]
     #[must_use = "streams do nothing unless polled"]
@@ -261,7 +262,7 @@ impl<B> SseBodyStream<B> {
         &mut self.body
     }
 
-    /// Returns the body; frames received but not yet decoded are dropped.
+    /// Returns the body; data received but not yet decoded is dropped.
     pub fn into_inner(self) -> B {
         self.body
     }

@@ -281,7 +281,7 @@ impl Decoder {
     }
 
     /// The item a step produced, borrowed from the decoder's state. Inlined, so the item
-    /// is built in the caller's frame rather than copied out of this one.
+    /// is built where the caller uses it rather than copied out of this function.
     #[inline(always)]
     fn view(&self, step: Step) -> ItemRef<'_> {
         let f = &self.fields;
