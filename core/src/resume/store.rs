@@ -290,8 +290,8 @@ impl Default for StoreLimits {
 /// Sessions are keys of any ordered type, looked up by reference: `MemoryStore<Q>` keeps
 /// owned keys `Q::Owned` and is asked with `&Q`, so `MemoryStore<str>` stores `String`s
 /// and looks them up with `&str`, and `MemoryStore<u64>` stores and is asked with `u64`s.
-/// Only opening the first ring of a new session clones the key; every other call
-/// allocates nothing for it. The maps are `BTreeMap`s, so the store runs the same way
+/// Only opening the first ring of a new session (or of one whose rings were all dropped)
+/// clones the key; every other call allocates nothing for it. The maps are `BTreeMap`s, so the store runs the same way
 /// every time: no random hashing.
 ///
 /// # Costs
