@@ -26,7 +26,7 @@
 //!   bounded) and [`Encoder`](sse::Encoder).
 //! - [`jsonrpc`]: classify JSON-RPC messages without parsing their payloads, encode them,
 //!   and correlate responses with requests.
-//! - [`resume`]: resumability (SEP-1699): stream-scoped [`EventId`](resume::EventId)s, the
+//! - [`resume`]: resumability (SEP-1699): ring-scoped [`EventId`](resume::EventId)s, the
 //!   bounded O(1) [`ReplayRing`](resume::ReplayRing) and the
 //!   [`EventStore`](resume::EventStore) seam.
 //!

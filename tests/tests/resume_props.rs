@@ -56,7 +56,7 @@ enum Answer {
         first: Option<u64>,
         retained: Vec<Bytes>,
     },
-    UnknownStream,
+    UnknownRing,
     NotIssued,
     Pending,
 }
@@ -73,7 +73,7 @@ fn answer(replay: Replay<'_>) -> Answer {
             first: retained.first_id().map(EventId::seq),
             retained: retained.cloned().collect(),
         },
-        Replay::UnknownStream => Answer::UnknownStream,
+        Replay::UnknownRing => Answer::UnknownRing,
         Replay::NotIssued => Answer::NotIssued,
         Replay::Pending => Answer::Pending,
     }
@@ -158,7 +158,7 @@ impl ModelRing {
     fn replay(&mut self, now: Instant, after: EventId) -> Answer {
         self.expire(now);
         if after.epoch() != EPOCH || after.ring() != self.ring {
-            return Answer::UnknownStream;
+            return Answer::UnknownRing;
         }
         // Find the event by scanning the whole history.
         let Some(pos) = (0..self.history.len()).find(|&i| i as u64 == after.seq()) else {
@@ -253,7 +253,7 @@ impl ModelStore {
         let now = self.clock(now);
         match self.rings.get_mut(&(session, after.ring())) {
             Some(model) => model.replay(now, after),
-            None => Answer::UnknownStream,
+            None => Answer::UnknownRing,
         }
     }
 

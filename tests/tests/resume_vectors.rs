@@ -116,7 +116,7 @@ fn resume_2_ids_unique_across_all_streams_of_a_session() {
     assert!(!seen.contains(&id.to_string()));
     assert_eq!(
         restarted.replay_after(s.now, "a", EventId::new(EPOCH, ring, 0)),
-        Replay::UnknownStream,
+        Replay::UnknownRing,
         "an id from before the restart is not this store's"
     );
 }
@@ -224,17 +224,17 @@ fn resume_6_never_replays_another_stream() {
     let other_id = EventId::new(EPOCH, other, 0).encode();
     assert_eq!(
         s.resume("one", other_id.as_bytes()).unwrap(),
-        Replay::UnknownStream
+        Replay::UnknownRing
     );
     let first_a = first_a.encode();
     assert_eq!(
         s.resume("two", first_a.as_bytes()).unwrap(),
-        Replay::UnknownStream
+        Replay::UnknownRing
     );
     let made_up = EventId::new(EPOCH, RingId::new(99), 0).encode();
     assert_eq!(
         s.resume("one", made_up.as_bytes()).unwrap(),
-        Replay::UnknownStream
+        Replay::UnknownRing
     );
 }
 
@@ -370,7 +370,7 @@ fn transport_14_3_unknown_or_unissued_ids_are_never_up_to_date() {
     assert_eq!(s.resume("a", never.as_bytes()).unwrap(), Replay::NotIssued);
     assert_eq!(
         s.resume("nobody", newest.encode().as_bytes()).unwrap(),
-        Replay::UnknownStream
+        Replay::UnknownRing
     );
 }
 
@@ -386,7 +386,7 @@ fn transport_14_15_delete_drops_the_session_rings() {
     s.store.drop_session("a");
     assert_eq!(
         s.resume("a", id_a.encode().as_bytes()).unwrap(),
-        Replay::UnknownStream
+        Replay::UnknownRing
     );
     assert_eq!(s.store.ring_count(), 1);
     assert_eq!(
@@ -542,7 +542,7 @@ fn resume_on(
                 fetched = frames;
                 Replay::from_window(after, first, &fetched)
             }
-            None => Replay::UnknownStream,
+            None => Replay::UnknownRing,
         },
         ready => ready,
     };

@@ -473,7 +473,7 @@ pub enum Replay<'a> {
     /// session's or a dropped ring, another epoch (before a restart), or a ring never
     /// opened. Its messages are never replayed (RESUME-6); TRANSPORT.md §14.3 suggests
     /// 400, not 404.
-    UnknownStream,
+    UnknownRing,
     /// The id names this ring but a frame it never issued (ahead of the newest): a
     /// forged or corrupted id. Not "up to date", which would hide the mismatch.
     NotIssued,
@@ -521,7 +521,7 @@ impl<'a> Replay<'a> {
     /// `next.seq() - 1`, with `head.len() + tail.len() <= next.seq()`.
     fn classify(after: EventId, next: EventId, head: &'a [Bytes], tail: &'a [Bytes]) -> Self {
         if after.epoch() != next.epoch() || after.ring() != next.ring() {
-            return Self::UnknownStream;
+            return Self::UnknownRing;
         }
         if after.seq() >= next.seq() {
             return Self::NotIssued;
@@ -693,8 +693,8 @@ mod tests {
         fill(&mut r, now, &[1, 1]);
         let other_ring = EventId::new(EPOCH, RingId::new(4), 0);
         let other_epoch = EventId::new(Epoch::new(0xf), RING, 0);
-        assert_eq!(r.replay_after(now, other_ring), Replay::UnknownStream);
-        assert_eq!(r.replay_after(now, other_epoch), Replay::UnknownStream);
+        assert_eq!(r.replay_after(now, other_ring), Replay::UnknownRing);
+        assert_eq!(r.replay_after(now, other_epoch), Replay::UnknownRing);
     }
 
     #[test]

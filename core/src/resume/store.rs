@@ -22,7 +22,7 @@ use super::{Epoch, EventId, Replay, ReplayRing, RingId, RingLimits};
 /// [module docs](super#stores-in-another-process)).
 ///
 /// Each ring belongs to one session: a replay names the session it comes from (the
-/// request's `Mcp-Session-Id`) and the store answers [`Replay::UnknownStream`] for a ring
+/// request's `Mcp-Session-Id`) and the store answers [`Replay::UnknownRing`] for a ring
 /// of any other session (RESUME-6).
 ///
 /// Time-driven stores say it as every machine in this crate does:
@@ -59,13 +59,13 @@ use super::{Epoch, EventId, Replay, ReplayRing, RingId, RingLimits};
 ///     Replay::Frames(frames) => assert_eq!(frames.collect::<Vec<_>>(), [&message]),
 ///     Replay::UpToDate => { /* nothing missed: continue live */ }
 ///     Replay::Gap { .. } => { /* messages were lost: say so */ }
-///     Replay::UnknownStream | Replay::NotIssued => { /* 400 (TRANSPORT.md §14.3) */ }
+///     Replay::UnknownRing | Replay::NotIssued => { /* 400 (TRANSPORT.md §14.3) */ }
 ///     Replay::Pending => unreachable!("a memory store answers at once"),
 /// }
 /// // Another session cannot replay this ring (RESUME-6); DELETE forgets it (§14.15).
-/// assert_eq!(store.replay_after(now, "session-b", after), Replay::UnknownStream);
+/// assert_eq!(store.replay_after(now, "session-b", after), Replay::UnknownRing);
 /// store.drop_session(session);
-/// assert_eq!(store.replay_after(now, session, after), Replay::UnknownStream);
+/// assert_eq!(store.replay_after(now, session, after), Replay::UnknownRing);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub trait EventStore {
@@ -115,7 +115,7 @@ pub trait EventStore {
     -> Replay<'_>;
 
     /// Forgets `ring` and its frames: a resume after any of its ids is then
-    /// [`Replay::UnknownStream`]. Nothing happens if it is not open in `session`.
+    /// [`Replay::UnknownRing`]. Nothing happens if it is not open in `session`.
     fn drop_ring(&mut self, session: &Self::Session, ring: RingId);
 
     /// Forgets every ring of `session` (the session ended or was deleted, TRANSPORT.md
@@ -639,12 +639,12 @@ where
 
     fn replay_after(&mut self, now: Instant, session: &Q, after: EventId) -> Replay<'_> {
         let now = self.clock(now);
-        // The ring answers an id of another epoch with `UnknownStream`.
+        // The ring answers an id of another epoch with `UnknownRing`.
         let Some(key) = self.key(session, after.ring()) else {
-            return Replay::UnknownStream;
+            return Replay::UnknownRing;
         };
         let Some(ring) = self.rings.get_mut(&key) else {
-            return Replay::UnknownStream;
+            return Replay::UnknownRing;
         };
         self.ledger
             .track(key, ring, |ring| ring.handle_timeout(now));
@@ -833,10 +833,10 @@ mod tests {
         let a = s.open_ring(&1).unwrap();
         let id = push(&mut s, 1, a, 3);
         push(&mut s, 1, a, 3);
-        assert_eq!(s.replay_after(now, &2, id), Replay::UnknownStream);
+        assert_eq!(s.replay_after(now, &2, id), Replay::UnknownRing);
         assert!(matches!(s.replay_after(now, &1, id), Replay::Frames(f) if f.len() == 1));
         let foreign = EventId::new(Epoch::new(0xac), a, id.seq());
-        assert_eq!(s.replay_after(now, &1, foreign), Replay::UnknownStream);
+        assert_eq!(s.replay_after(now, &1, foreign), Replay::UnknownRing);
         assert_eq!(
             s.append(now, &2, s.next_id(&1, a).unwrap(), Bytes::new()),
             Err(StoreError::UnknownRing { ring: a })
@@ -1025,7 +1025,7 @@ mod tests {
             .unwrap();
         let key: &String = s.sessions.keys().next().unwrap();
         assert_eq!(key, "session-a");
-        assert_eq!(s.replay_after(now, "session-b", id), Replay::UnknownStream);
+        assert_eq!(s.replay_after(now, "session-b", id), Replay::UnknownRing);
         assert_eq!(s.replay_after(now, "session-a", id), Replay::UpToDate);
         s.drop_ring("session-a", ring);
         assert!(s.sessions.is_empty());
