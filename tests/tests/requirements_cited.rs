@@ -14,8 +14,8 @@
 //! - an id: `PREFIX-N` with one of the [`PREFIXES`], as a whole word (`SSE-PARSE-14..18`
 //!   cites `SSE-PARSE-14`; `SEP-1699` and `UTF-8` are not ids);
 //! - a test or function name after an id: `fn sse_parse_3_…` cites `SSE-PARSE-3`;
-//! - `§14.N` anywhere, and `§N` on a line that names `requirements.md` or the old
-//!   `TRANSPORT.md` (other `§` are WHATWG's or an RFC's sections).
+//! - `§14.N` anywhere, and `§N` on a line that names `requirements.md` or
+//!   [`OUTSIDE_CHECKLIST`] (other `§` are WHATWG's or an RFC's sections).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -52,6 +52,15 @@ const SKIPPED_DIRS: &[&str] = &["fuzz/corpus", "fuzz/artifacts", "fuzz/coverage"
 
 /// The requirements document, relative to the repository root.
 const REQUIREMENTS: &str = "docs/requirements.md";
+
+/// The checklist outside the repository that the code was first written against, and
+/// that `docs/requirements.md` replaces, section for section. Spelled in two parts so
+/// that this file does not cite it itself.
+const OUTSIDE_CHECKLIST: &str = concat!("TRANSPORT", ".md");
+
+/// The folder that checklist lives in outside the repository, in two parts for the
+/// same reason.
+const OUTSIDE_CHECKLIST_DIR: &str = concat!("shared", "/spec");
 
 /// One thing a text cites.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -185,7 +194,7 @@ fn citations(line: &str) -> Vec<Citation> {
         after_fn = token == "fn";
     }
     // `§14.N` anywhere; `§N` only where the line names the requirements document.
-    let names_the_document = line.contains("requirements.md") || line.contains("TRANSPORT.md");
+    let names_the_document = line.contains("requirements.md") || line.contains(OUTSIDE_CHECKLIST);
     for (at, _) in line.match_indices('§') {
         let rest = &line[at + '§'.len_utf8()..];
         let number: String = rest
@@ -327,20 +336,24 @@ fn every_cited_requirement_is_defined_in_docs_requirements_md() {
 }
 
 /// The requirements live in the repository: nothing points a reader at the checklist
-/// the project was started from (`TRANSPORT.md`), which is not part of it.
+/// the project was started from ([`OUTSIDE_CHECKLIST`]), which is not part of it.
 ///
 /// Checks `README.md` and `docs/` for now; the code and tests still say
-/// "TRANSPORT.md §14.2" and are re-pointed at `docs/requirements.md` separately, after
+/// "<that checklist> §14.2" and are re-pointed at `docs/requirements.md` separately, after
 /// which this test is widened to every file [`text_files`] walks.
 #[test]
 fn no_citation_points_outside_the_repo() {
     let stale: Vec<String> = text_files()
         .into_iter()
+        // For now README.md and docs/ only: the lead widens this to every file, by
+        // removing this filter, once the code's citations point at docs/requirements.md.
         .filter(|(path, _)| path == "README.md" || path.starts_with("docs/"))
         .flat_map(|(path, text)| {
             text.lines()
                 .enumerate()
-                .filter(|(_, line)| line.contains("TRANSPORT.md") || line.contains("shared/spec"))
+                .filter(|(_, line)| {
+                    line.contains(OUTSIDE_CHECKLIST) || line.contains(OUTSIDE_CHECKLIST_DIR)
+                })
                 .map(|(index, line)| format!("{path}:{}: {}", index + 1, line.trim()))
                 .collect::<Vec<_>>()
         })
@@ -522,9 +535,10 @@ fn the_scan_finds_requirement_ids_and_sections_and_nothing_else() {
     );
     // §14.N anywhere; §N next to the document's name; WHATWG and RFC sections never.
     assert_eq!(
-        ids("gaps (§14.2), §14.10; TRANSPORT.md §15 vectors, §3 JSONRPC-*"),
+        ids("gaps (§14.2), §14.10; requirements.md §15 vectors, §3 JSONRPC-*"),
         ["§14.2", "§14.10", "§15", "§3"]
     );
+    assert_eq!(ids(&format!("({OUTSIDE_CHECKLIST} §9 RESUME-*)")), ["§9"]);
     assert_eq!(
         ids("WHATWG HTML §9.2.5, RFC 8259 §8.2, §14 of the checklist"),
         Vec::<String>::new()
