@@ -12,9 +12,12 @@ pub const CHUNK_MSS: usize = 1460;
 /// Every chunk size the decode benches run with.
 pub const CHUNK_SIZES: [usize; 2] = [CHUNK_16K, CHUNK_MSS];
 
-/// The label of a chunk size in bench group names: `16KiB`, `1460B`.
+/// The label of a byte size in bench group names: a chunk size (`16KiB`, `1460B`) or the
+/// length an out-of-cache corpus is repeated to (`64MiB`).
 pub fn chunk_label(size: usize) -> String {
-    if size >= 1024 && size.is_multiple_of(1024) {
+    if size >= 1 << 20 && size.is_multiple_of(1 << 20) {
+        format!("{}MiB", size >> 20)
+    } else if size >= 1024 && size.is_multiple_of(1024) {
         format!("{}KiB", size / 1024)
     } else {
         format!("{size}B")
@@ -23,8 +26,10 @@ pub fn chunk_label(size: usize) -> String {
 
 /// The inverse of [`chunk_label`].
 pub fn parse_chunk_label(label: &str) -> Option<usize> {
-    if let Some(kib) = label.strip_suffix("KiB") {
-        kib.parse::<usize>().ok().map(|kib| kib * 1024)
+    if let Some(mib) = label.strip_suffix("MiB") {
+        mib.parse::<usize>().ok()?.checked_mul(1 << 20)
+    } else if let Some(kib) = label.strip_suffix("KiB") {
+        kib.parse::<usize>().ok()?.checked_mul(1024)
     } else {
         label.strip_suffix('B')?.parse().ok()
     }
@@ -53,6 +58,23 @@ pub struct Expected {
     pub metadata_blocks: usize,
     /// CR and LF bytes in the corpus (a CRLF counts twice): what a `memchr2` scan finds.
     pub line_end_bytes: usize,
+}
+
+impl Expected {
+    /// The counts of `copies` copies of a corpus, back to back. Every count is a sum over
+    /// complete blocks (or lines), and a corpus ends with a complete block, so each one
+    /// scales exactly.
+    fn times(&self, copies: usize) -> Self {
+        Self {
+            events: self.events * copies,
+            data_bytes: self.data_bytes * copies,
+            comments: self.comments * copies,
+            retry_fields: self.retry_fields * copies,
+            retry_blocks: self.retry_blocks * copies,
+            metadata_blocks: self.metadata_blocks * copies,
+            line_end_bytes: self.line_end_bytes * copies,
+        }
+    }
 }
 
 /// What a decoder reported for one corpus; compare it with [`Expected::mcpwire`] and its
@@ -118,16 +140,27 @@ impl Expected {
 }
 
 /// A deterministic `text/event-stream` body and what decoding it must give.
+///
+/// The built-in corpora (1–4 MiB) fit in the last-level cache of the machines the benches
+/// run on, so decoding them measures decoding from cache. [`out_of_cache`](Self::out_of_cache)
+/// makes the same corpus long enough that it does not.
 #[derive(Clone, Debug)]
 pub struct Corpus {
-    name: &'static str,
+    name: String,
     bytes: Bytes,
     expected: Expected,
 }
 
 impl Corpus {
-    /// The names [`by_name`](Self::by_name) knows, in bench order.
+    /// The names of the built-in corpora, in bench order. [`by_name`](Self::by_name) also
+    /// knows their repetitions, `<name>-<length>` (see [`repeated_to`](Self::repeated_to)).
     pub const NAMES: [&'static str; 3] = ["large", "tokens", "mixed"];
+
+    /// How long [`out_of_cache`](Self::out_of_cache) makes a corpus, at least: 64 MiB,
+    /// twice the 32 MiB last-level cache of the project's bench machine (a cache that
+    /// also holds the L2's victims, so a corpus of exactly its size could still largely
+    /// hit), and more than most server CPUs' share of L3 per core complex.
+    pub const OUT_OF_CACHE_LEN: usize = 64 << 20;
 
     /// The `large` corpus: 64 events whose data is one ≈ 64 KiB `tools/call` result on
     /// a single `data:` line (≈ 4 MiB). Every such line spans chunks, so this measures
@@ -233,20 +266,40 @@ impl Corpus {
             w.end();
         }
         Self {
-            name: "mixed",
+            name: "mixed".to_owned(),
             bytes: w.out.into(),
             expected: w.expected,
         }
     }
 
-    /// The corpus called `name` (one of [`NAMES`](Self::NAMES)).
+    /// The corpus called `name`: one of [`NAMES`](Self::NAMES), or such a name followed by
+    /// `-` and a length label (`tokens-64MiB`), for that corpus
+    /// [repeated to](Self::repeated_to) the length.
     pub fn by_name(name: &str) -> Option<Self> {
-        match name {
-            "large" => Some(Self::large()),
-            "tokens" => Some(Self::tokens()),
-            "mixed" => Some(Self::mixed()),
-            _ => None,
-        }
+        let (base, min_len) = Self::parse_name(name)?;
+        let corpus = match base {
+            "large" => Self::large(),
+            "tokens" => Self::tokens(),
+            "mixed" => Self::mixed(),
+            _ => return None,
+        };
+        Some(match min_len {
+            Some(min_len) => corpus.repeated_to(min_len),
+            None => corpus,
+        })
+    }
+
+    /// Splits a corpus name as [`by_name`](Self::by_name) reads it, without generating
+    /// anything: the built-in corpus it is made from and, for a repetition, the length it
+    /// was repeated to. `"tokens"` is `("tokens", None)`, `"tokens-64MiB"` is
+    /// `("tokens", Some(64 << 20))`; an unknown name is `None`.
+    pub fn parse_name(name: &str) -> Option<(&'static str, Option<usize>)> {
+        let (base, min_len) = match name.split_once('-') {
+            Some((base, label)) => (base, Some(parse_chunk_label(label)?)),
+            None => (name, None),
+        };
+        let base = Self::NAMES.into_iter().find(|known| *known == base)?;
+        Some((base, min_len))
     }
 
     /// Every corpus, in bench order.
@@ -254,22 +307,56 @@ impl Corpus {
         vec![Self::large(), Self::tokens(), Self::mixed()]
     }
 
-    fn data_only(name: &'static str, payloads: &Payloads) -> Self {
+    /// This corpus repeated, back to back, until it is at least `min_len` bytes long, and
+    /// named `<name>-<min_len label>` (`tokens-64MiB`). The copies are written into one
+    /// new buffer, so a decoder reads `min_len` distinct bytes, not the same cached
+    /// bytes again. The expected counts are this corpus's times the number of copies:
+    /// every corpus ends with a complete block, so a copy decodes exactly as the
+    /// original (only the last event id carries over, and no count depends on it).
+    ///
+    /// # Panics
+    ///
+    /// If the corpus does not end with a blank line.
+    pub fn repeated_to(&self, min_len: usize) -> Self {
+        assert!(
+            self.bytes.ends_with(b"\n\n") || self.bytes.ends_with(b"\r\n\r\n"),
+            "a corpus repeats exactly only if it ends with a complete block"
+        );
+        let copies = min_len.div_ceil(self.len()).max(1);
+        let mut bytes = Vec::with_capacity(copies * self.len());
+        for _ in 0..copies {
+            bytes.extend_from_slice(&self.bytes);
+        }
+        Self {
+            name: format!("{}-{}", self.name, chunk_label(min_len)),
+            bytes: bytes.into(),
+            expected: self.expected.times(copies),
+        }
+    }
+
+    /// This corpus [repeated to](Self::repeated_to) [`OUT_OF_CACHE_LEN`](Self::OUT_OF_CACHE_LEN):
+    /// decoding it measures a decoder reading from memory rather than from cache.
+    pub fn out_of_cache(&self) -> Self {
+        self.repeated_to(Self::OUT_OF_CACHE_LEN)
+    }
+
+    fn data_only(name: &str, payloads: &Payloads) -> Self {
         let mut w = Writer::default();
         for message in payloads.messages() {
             w.data(message);
             w.end();
         }
         Self {
-            name,
+            name: name.to_owned(),
             bytes: w.out.into(),
             expected: w.expected,
         }
     }
 
-    /// The name, as used in bench group names.
-    pub fn name(&self) -> &'static str {
-        self.name
+    /// The name, as used in bench group names: `tokens`, or `tokens-64MiB` for a
+    /// repetition.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The whole body.
@@ -417,6 +504,7 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode;
 
     #[test]
     fn corpora_have_the_stated_sizes() {
@@ -465,10 +553,79 @@ mod tests {
 
     #[test]
     fn chunk_labels_round_trip() {
-        for size in CHUNK_SIZES {
+        for size in CHUNK_SIZES
+            .into_iter()
+            .chain([Corpus::OUT_OF_CACHE_LEN, 1 << 20])
+        {
             assert_eq!(parse_chunk_label(&chunk_label(size)), Some(size));
         }
         assert_eq!(chunk_label(CHUNK_MSS), "1460B");
         assert_eq!(chunk_label(CHUNK_16K), "16KiB");
+        assert_eq!(chunk_label(Corpus::OUT_OF_CACHE_LEN), "64MiB");
+        assert_eq!(chunk_label(3 << 19), "1536KiB");
+        assert_eq!(parse_chunk_label("64Mi"), None);
+    }
+
+    #[test]
+    fn a_repeated_corpus_is_the_copies_and_expects_their_counts() {
+        for corpus in Corpus::all() {
+            let twice = corpus.repeated_to(corpus.len() + 1);
+            assert_eq!(
+                twice.name(),
+                format!("{}-{}B", corpus.name(), corpus.len() + 1)
+            );
+            assert_eq!(
+                twice.bytes()[..],
+                [&corpus.bytes()[..], &corpus.bytes()[..]].concat()
+            );
+            assert_eq!(*twice.expected(), corpus.expected().times(2));
+            assert_eq!(corpus.repeated_to(corpus.len()).len(), corpus.len());
+        }
+    }
+
+    // The benches assert the 64 MiB repetitions; this checks, on two copies (one seam
+    // between copies, where a wrong count would come from), that the scaled counts are
+    // what every decoder really finds, through the same functions.
+    #[test]
+    fn every_decoder_finds_the_scaled_counts_in_a_repeated_corpus() {
+        for corpus in Corpus::all() {
+            let twice = corpus.repeated_to(corpus.len() + 1);
+            let expected = twice.expected();
+            assert_eq!(expected.events, 2 * corpus.expected().events);
+            let chunks = twice.chunks(CHUNK_16K);
+            let what = twice.name();
+            assert_eq!(decode::mcpwire(&chunks), expected.mcpwire(), "{what}");
+            assert_eq!(decode::mcpwire_ref(&chunks), expected.mcpwire(), "{what}");
+            assert_eq!(decode::sse_stream(&chunks), expected.sse_stream(), "{what}");
+            assert_eq!(
+                decode::eventsource_stream(&chunks),
+                expected.eventsource_stream(),
+                "{what}"
+            );
+            assert_eq!(
+                decode::memchr2_line_ends(&chunks),
+                expected.line_end_bytes,
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn out_of_cache_names_parse_back_to_their_corpus() {
+        assert_eq!(Corpus::parse_name("tokens"), Some(("tokens", None)));
+        assert_eq!(
+            Corpus::parse_name("tokens-64MiB"),
+            Some(("tokens", Some(Corpus::OUT_OF_CACHE_LEN)))
+        );
+        assert_eq!(Corpus::parse_name("tokens-64"), None);
+        assert_eq!(Corpus::parse_name("huge"), None);
+        let tokens = Corpus::tokens();
+        let out_of_cache = tokens.out_of_cache();
+        assert_eq!(out_of_cache.name(), "tokens-64MiB");
+        assert!(out_of_cache.len() >= Corpus::OUT_OF_CACHE_LEN);
+        assert!(out_of_cache.len() < Corpus::OUT_OF_CACHE_LEN + tokens.len());
+        let by_name = Corpus::by_name("tokens-2MiB").expect("a known name");
+        assert_eq!(by_name.bytes(), tokens.repeated_to(2 << 20).bytes());
+        assert_eq!(by_name.expected(), &tokens.expected().times(2));
     }
 }

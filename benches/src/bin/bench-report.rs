@@ -11,6 +11,11 @@
 //! (`decode/<corpus>/<chunk>`: its WHATWG events; `encode/<payloads>`: its messages), which
 //! is deterministic.
 //!
+//! Decode groups come in two kinds, and each heading says which: the built-in corpora
+//! (1–4 MiB) decode from cache, and their repetitions to 64 MiB
+//! (`decode/<corpus>-64MiB/<chunk>`, see `Corpus::out_of_cache`) from memory. The
+//! in-cache groups are printed first, then the out-of-cache ones, then the encode groups.
+//!
 //! Usage: `cargo run -p mcpwire-benches --bin bench-report [-- CRITERION_DIR]`; the
 //! directory defaults to `$CRITERION_HOME`, else `$CARGO_TARGET_DIR/criterion`, else the
 //! workspace's `target/criterion`.
@@ -22,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::{env, fs};
 
-use mcpwire_benches::{CHUNK_SIZES, Corpus, Payloads, parse_chunk_label};
+use mcpwire_benches::{CHUNK_SIZES, Corpus, Payloads, chunk_label, parse_chunk_label};
 use serde_json::Value;
 
 /// One measured function.
@@ -99,28 +104,48 @@ fn read_measurement(new: &Path) -> Result<(String, Measurement), String> {
     ))
 }
 
-/// Sort key of a group: decode groups in corpus and chunk order, then encode groups.
+/// Sort key of a group: in-cache decode groups in corpus and chunk order, then the
+/// out-of-cache decode groups in the same order, then encode groups.
 fn group_order(group: &str) -> (usize, usize, usize, String) {
     let parts: Vec<&str> = group.split('/').collect();
-    let corpus = |name: &str| Corpus::NAMES.iter().position(|n| *n == name);
     match parts.as_slice() {
         ["decode", corpus_name, chunk] => {
             let chunk = parse_chunk_label(chunk)
                 .and_then(|size| CHUNK_SIZES.iter().position(|s| *s == size))
                 .unwrap_or(usize::MAX);
-            (
-                0,
-                corpus(corpus_name).unwrap_or(usize::MAX),
-                chunk,
-                group.into(),
-            )
+            let (kind, corpus) = match Corpus::parse_name(corpus_name) {
+                Some((base, min_len)) => (
+                    usize::from(min_len.is_some()),
+                    Corpus::NAMES
+                        .iter()
+                        .position(|n| *n == base)
+                        .unwrap_or(usize::MAX),
+                ),
+                None => (1, usize::MAX),
+            };
+            (kind, corpus, chunk, group.into())
         }
         ["encode", name] => {
             let index = Payloads::NAMES.iter().position(|n| n == name);
-            (1, index.unwrap_or(usize::MAX), 0, group.into())
+            (2, index.unwrap_or(usize::MAX), 0, group.into())
         }
-        _ => (2, 0, 0, group.into()),
+        _ => (3, 0, 0, group.into()),
     }
+}
+
+/// What a group's heading adds to its id: whether a decode group reads its corpus from
+/// cache or from memory.
+fn group_label(group: &str) -> Option<String> {
+    let corpus = group.strip_prefix("decode/")?.split('/').next()?;
+    Some(match Corpus::parse_name(corpus)? {
+        (_, None) => "in cache".to_owned(),
+        (base, Some(min_len)) => {
+            format!(
+                "out of cache: `{base}` repeated to {}",
+                chunk_label(min_len)
+            )
+        }
+    })
 }
 
 /// Row order within a group: the implementation first, then its peers, then the floors.
@@ -205,8 +230,12 @@ fn main() -> ExitCode {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Mean times from {}. Ratios are of mean times: lower is better.",
-        dir.display()
+        "Mean times from {}. Ratios are of mean times: lower is better. Decode groups \
+         marked in cache decode a 1–4 MiB corpus, which stays in the last-level cache from \
+         one iteration to the next; those marked out of cache decode the same corpus \
+         repeated to {}, which is read from memory.",
+        dir.display(),
+        chunk_label(Corpus::OUT_OF_CACHE_LEN)
     );
     for ((_, _, _, group), mut rows) in groups {
         rows.sort_by_key(|m| function_order(&m.function));
@@ -220,7 +249,8 @@ fn main() -> ExitCode {
         let events = events_of(&group, &mut events_cache);
 
         out.push('\n');
-        let _ = writeln!(out, "### {group}");
+        let label = group_label(&group).map_or_else(String::new, |label| format!(" ({label})"));
+        let _ = writeln!(out, "### {group}{label}");
         out.push('\n');
         let _ = writeln!(
             out,
