@@ -41,8 +41,10 @@
 //! global allocator (`unsafe impl GlobalAlloc`) and this one module need a local
 //! `#[allow(unsafe_code)]`, which keeps each exception visible where it is.
 //!
-//! Requirement ids (SSE-PARSE-3, …) refer to `TRANSPORT.md`, the project's checklist of
-//! the MCP and WHATWG rules; tests are named after them.
+//! Requirement ids (SSE-PARSE-3, RESUME-5, §14.2, …) refer to the project's requirements
+//! table, [`docs/requirements.md`](https://github.com/mcpwire/mcpwire/blob/main/docs/requirements.md)
+//! in the repository: each id, in the project's words, with the MCP specification or
+//! WHATWG section it comes from. Tests are named after them.
 
 mod buf;
 mod utf8;

@@ -40,7 +40,7 @@ impl ProtocolVersion {
     pub const LATEST_WITH_INITIALIZE: Self = Self::V2025_11_25;
 
     /// Whether the revision opens a session with `initialize` (2025-11-25 and earlier;
-    /// TRANSPORT.md §16 calls these the legacy era). 2026-07-28 carries the version in
+    /// docs/requirements.md §16 calls these the legacy era). 2026-07-28 carries the version in
     /// every request's `_meta` instead (MODERN-3).
     pub const fn uses_initialize(self) -> bool {
         !matches!(self, Self::V2026_07_28)

@@ -1,4 +1,4 @@
-//! `event_id_parse`: arbitrary bytes as a `Last-Event-ID` value (TRANSPORT.md §14.1,
+//! `event_id_parse`: arbitrary bytes as a `Last-Event-ID` value (docs/requirements.md §14.1,
 //! RESUME-3, RESUME-4).
 //!
 //! Checks:

@@ -9,7 +9,7 @@
 //!   `Vec` per ring, a store-wide clock, and the byte budget applied naively (evict the
 //!   oldest retained frame of the whole store, found by a scan, until the total fits);
 //!   every ring, the byte total and the next deadline (the naive minimum over rings) are
-//!   compared after every step (RESUME-2, RESUME-5, RESUME-6, TRANSPORT.md §14.2, §14.15);
+//!   compared after every step (RESUME-2, RESUME-5, RESUME-6, docs/requirements.md §14.2, §14.15);
 //! - a gap is never reported as an empty replay: after any history, every id of the
 //!   stream replays completely to the newest, or is a gap with the exact missed count;
 //! - event ids: the text round-trips, and parsing arbitrary bytes never panics and

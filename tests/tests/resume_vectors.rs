@@ -1,4 +1,4 @@
-//! Resumability requirements (TRANSPORT.md §9 RESUME-*, §14.1–14.3, §14.15) through the
+//! Resumability requirements (docs/requirements.md §9 RESUME-*, §14.1–14.3, §14.15) through the
 //! public API, with frames encoded by `sse::Encoder` and read back by `sse::Decoder` as a
 //! client would; and the pattern of a store in another process (the module docs'
 //! "Stores in another process"), driven end to end.

@@ -1,4 +1,4 @@
-//! Table-driven decoder and encoder vectors (TRANSPORT.md §1 SSE-PARSE-*, §2 SSE-ENC-*,
+//! Table-driven decoder and encoder vectors (docs/requirements.md §1 SSE-PARSE-*, §2 SSE-ENC-*,
 //! §15 test vectors, and the web-platform-tests `eventsource/format-*` cases).
 //!
 //! Every decoder case runs through [`check`]: the spec-literal reference decoder (for the
@@ -175,7 +175,7 @@ fn small_event(max_event_len: usize) -> Limits {
 }
 
 // ---------------------------------------------------------------------------------------
-// TRANSPORT.md §15, in order.
+// docs/requirements.md §15, in order.
 sse_vectors! {
     sse_parse_8_vector_space_after_colon_is_optional: b"data:a\n\ndata: a\n\n" => [msg("a"), msg("a")];
     sse_parse_8_vector_only_one_leading_space_removed: b"data:  a\n\n" => [msg(" a")];
@@ -324,7 +324,7 @@ sse_vectors! {
     sse_parse_19_comment_in_unterminated_block_reported: b"data: b\n: c\n" => [comment(" c")];
 }
 
-// SSE-ENC-9 / TRANSPORT.md §14.5 on the decode side: the priming event.
+// SSE-ENC-9 / docs/requirements.md §14.5 on the decode side: the priming event.
 sse_vectors! {
     sse_parse_16_priming_event_dispatches_empty_data: b"id: s:0\ndata:\n\n" => [msg_id("", "s:0")], last_id: "s:0";
     sse_parse_16_priming_event_with_retry: b"id: s:0\nretry: 500\ndata:\n\ndata: {}\n\n"
@@ -466,7 +466,7 @@ fn sse_parse_22_event_too_large_spans_many_chunks() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Explicit chunk boundaries named in TRANSPORT.md §15 and the brief (the `check` runs above
+// Explicit chunk boundaries named in docs/requirements.md §15 and the brief (the `check` runs above
 // already cover every two-chunk split; these pin the exact chunkings).
 
 fn run_chunks(chunks: &[&[u8]]) -> Outcome {

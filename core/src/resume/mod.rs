@@ -40,7 +40,7 @@
 //! # Event ids
 //!
 //! `<epoch>:<ring>:<seq>`, three `u64`s in lowercase hex without leading zeros, at most
-//! 50 bytes, for example `9c41d5e6b7a83f2a:1:2a` (TRANSPORT.md §14.1 suggests
+//! 50 bytes, for example `9c41d5e6b7a83f2a:1:2a` (docs/requirements.md §14.1 suggests
 //! `<stream>:<seq>`; the epoch is added so ids of an earlier process are never taken for
 //! current ones). [`EventId::encode`] writes it on the stack; [`EventId::parse_bytes`]
 //! accepts exactly that text, from any bytes, and never panics. Within a ring, the
@@ -56,14 +56,14 @@
 //! 2. encodes every frame with [`EventStore::append_with`], which hands the encoder the
 //!    ring's next id, retains the bytes and returns them for the socket: each frame is
 //!    encoded once. For peers on 2025-11-25 or later the first frame is the priming event
-//!    (RESUME-8); older peers may choke on its empty data (TRANSPORT.md §14.5), and
+//!    (RESUME-8); older peers may choke on its empty data (docs/requirements.md §14.5), and
 //!    2026-07-28 has no resumability at all (MODERN-12);
 //! 3. on a GET with `Last-Event-ID`, parses it ([`EventId::parse_bytes`]; an error is a
 //!    400) and asks [`EventStore::replay_after`] with the request's session; it writes
 //!    [`Replay::Frames`] then continues the stream live, and answers the other outcomes as
 //!    their docs say (never by pretending the stream is up to date);
 //! 4. drops the ring when the stream is finished and its frames can no longer be asked
-//!    for (TRANSPORT.md §14.2), and the session's rings when the session ends (§14.15);
+//!    for (docs/requirements.md §14.2), and the session's rings when the session ends (§14.15);
 //! 5. after every input, reads [`EventStore::poll_timeout`] among its own deadlines and
 //!    calls [`EventStore::handle_timeout`] when it passes (frames past their age limit).
 //!
@@ -125,7 +125,7 @@
 //! # Requirements
 //!
 //! RESUME-1…3 (ids), RESUME-5…7 (replay of the same stream only, ids as cursors),
-//! RESUME-8 (the priming event is an ordinary frame with an id), TRANSPORT.md §14.1
+//! RESUME-8 (the priming event is an ordinary frame with an id), docs/requirements.md §14.1
 //! (id format), §14.2 (bounded ring, gaps reported), §14.3 (unknown ids), §14.15 (DELETE
 //! drops the frames). The tests are named after them.
 

@@ -462,7 +462,7 @@ pub enum Replay<'a> {
     UpToDate,
     /// Frames that followed the id are no longer retained (the ring's limits or age
     /// evicted them): the client lost messages and must be told so, not sent the rest as
-    /// if nothing happened (TRANSPORT.md §14.2).
+    /// if nothing happened (docs/requirements.md §14.2).
     Gap {
         /// How many frames right after the id are lost.
         missed: u64,
@@ -471,7 +471,7 @@ pub enum Replay<'a> {
     },
     /// The id names no ring (no resumable stream) of this session in this store: another
     /// session's or a dropped ring, another epoch (before a restart), or a ring never
-    /// opened. Its messages are never replayed (RESUME-6); TRANSPORT.md §14.3 suggests
+    /// opened. Its messages are never replayed (RESUME-6); docs/requirements.md §14.3 suggests
     /// 400, not 404.
     UnknownRing,
     /// The id names this ring but a frame it never issued (ahead of the newest): a

@@ -59,7 +59,7 @@ use super::{Epoch, EventId, Replay, ReplayRing, RingId, RingLimits};
 ///     Replay::Frames(frames) => assert_eq!(frames.collect::<Vec<_>>(), [&message]),
 ///     Replay::UpToDate => { /* nothing missed: continue live */ }
 ///     Replay::Gap { .. } => { /* messages were lost: say so */ }
-///     Replay::UnknownRing | Replay::NotIssued => { /* 400 (TRANSPORT.md §14.3) */ }
+///     Replay::UnknownRing | Replay::NotIssued => { /* 400 (docs/requirements.md §14.3) */ }
 ///     Replay::Pending => unreachable!("a memory store answers at once"),
 /// }
 /// // Another session cannot replay this ring (RESUME-6); DELETE forgets it (§14.15).
@@ -118,7 +118,7 @@ pub trait EventStore {
     /// [`Replay::UnknownRing`]. Nothing happens if it is not open in `session`.
     fn drop_ring(&mut self, session: &Self::Session, ring: RingId);
 
-    /// Forgets every ring of `session` (the session ended or was deleted, TRANSPORT.md
+    /// Forgets every ring of `session` (the session ended or was deleted, docs/requirements.md
     /// §14.15).
     fn drop_session(&mut self, session: &Self::Session);
 

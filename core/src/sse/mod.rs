@@ -3,7 +3,7 @@
 //! Every MCP message over HTTP that is not a plain JSON body travels as an SSE event:
 //! the legacy HTTP+SSE stream, a POST response stream, the standalone GET stream and a
 //! resumed stream. [`Decoder`] implements the WHATWG parsing and interpretation rules
-//! exactly (TRANSPORT.md SSE-PARSE-*); [`Encoder`] writes frames that every such decoder
+//! exactly (docs/requirements.md SSE-PARSE-*); [`Encoder`] writes frames that every such decoder
 //! reads back unchanged (SSE-ENC-*).
 //!
 //! - Decoding: [`Decoder::poll_item`] (owned items) or [`Decoder::poll_item_ref`]

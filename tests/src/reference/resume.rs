@@ -1,4 +1,4 @@
-//! The event id acceptance rule of TRANSPORT.md §14.1 as mcpwire chose it, spelled out
+//! The event id acceptance rule of docs/requirements.md §14.1 as mcpwire chose it, spelled out
 //! literally, for the property tests and the `event_id_parse` fuzz target.
 
 /// Whether `text` is the text of an event id: three `:`-separated fields, each `0` or a

@@ -5,7 +5,7 @@
 //! §9.2.6 "Interpreting an event stream". It takes the whole stream at once, allocates
 //! freely and is slow; it exists to be obviously right, so that the real decoder can be
 //! compared with it (memchr's `naive.rs`, scaled up). The only additions to the spec
-//! text are the choices recorded in TRANSPORT.md: comments and `retry` fields are
+//! text are the choices recorded in docs/requirements.md: comments and `retry` fields are
 //! reported as items (mcpwire's `Item::Comment` / `Item::Retry`), an empty `retry` value
 //! is ignored and a huge one saturates (§14.10).
 //!
@@ -326,7 +326,7 @@ impl State {
             // "If the field name is "retry": If the field value consists of only ASCII
             // digits, then interpret the field value as an integer in base ten, and set the
             // event stream's reconnection time to that integer. Otherwise, ignore the
-            // field." TRANSPORT.md §14.10: an empty value (vacuously "only digits") is
+            // field." docs/requirements.md §14.10: an empty value (vacuously "only digits") is
             // ignored, and a value too large for u64 milliseconds saturates.
             "retry" => {
                 if !value.is_empty() && value.chars().all(|c| c.is_ascii_digit()) {

@@ -478,7 +478,7 @@ pub(super) fn value_start(src: &[u8], after_colon: usize, end: usize) -> usize {
 }
 
 /// SSE-PARSE-13: a retry value made only of ASCII digits, in milliseconds. An empty value
-/// is ignored (TRANSPORT.md §14.10); a huge one saturates.
+/// is ignored (docs/requirements.md §14.10); a huge one saturates.
 pub(super) fn parse_retry(value: &[u8]) -> Option<Duration> {
     if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
         return None;
