@@ -5,9 +5,9 @@
 //! in a group works on the same chunks, split before timing, so the results of one run
 //! are comparable as ratios:
 //!
-//! - `mcpwire`: `Decoder::push` of each chunk (a reference-count clone), `next_item`
+//! - `mcpwire`: `Decoder::push` of each chunk (a reference-count clone), `poll_item`
 //!   drained after each push;
-//! - `mcpwire-ref`: the same with `next_item_ref` (items borrowed from the decoder, no
+//! - `mcpwire-ref`: the same with `poll_item_ref` (items borrowed from the decoder, no
 //!   reference count touched per event);
 //! - `sse-stream`: the `sse-stream` 0.3 crate's `SseByteStream` over a
 //!   `futures_util::stream::iter` of the chunks;

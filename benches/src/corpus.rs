@@ -94,7 +94,7 @@ pub struct Counts {
 }
 
 impl Expected {
-    /// What `mcpwire`'s [`Decoder::next_item`](mcpwire::sse::Decoder::next_item) yields:
+    /// What `mcpwire`'s [`Decoder::poll_item`](mcpwire::sse::Decoder::poll_item) yields:
     /// every event (priming events with empty data included), one `Item::Comment` per
     /// comment line and one `Item::Retry` per valid `retry` field; a metadata-only block
     /// dispatches nothing (WHATWG).
