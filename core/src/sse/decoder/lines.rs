@@ -201,39 +201,37 @@ impl Decoder {
     /// Discard mode: skips one line (or the rest of the chunk); a blank line ends the
     /// discarded event and runs the dispatch step on its (cleared) buffers.
     pub(super) fn skip_discarded(&mut self, in_line: bool) {
-        let bytes = self.front.bytes();
-        match self.line_ends.find(&bytes[self.pos..]) {
-            Some(len) => {
-                let (next, cr_at_end) = line_end::step_over(bytes, self.pos + len);
-                self.pos = next;
-                self.skip_lf = cr_at_end;
-                if len == 0 && !in_line {
-                    self.mode = Mode::Lines;
-                    let dispatched = self.fields.dispatch();
-                    debug_assert!(dispatched.is_none(), "data was cleared on failure");
-                } else {
-                    self.mode = Mode::DiscardingEvent { in_line: false };
-                }
+        self.mode = match self.skip_past_line_end() {
+            Some(0) if !in_line => {
+                let dispatched = self.fields.dispatch();
+                debug_assert!(dispatched.is_none(), "data was cleared on failure");
+                Mode::Lines
             }
-            None => {
-                self.mode = Mode::DiscardingEvent { in_line: true };
-                self.pos = bytes.len();
-            }
-        }
+            Some(_) => Mode::DiscardingEvent { in_line: false },
+            None => Mode::DiscardingEvent { in_line: true },
+        };
     }
 
     /// After a too-long comment or ignored field that continues: skips to its line end.
     pub(super) fn skip_line(&mut self) {
-        let bytes = self.front.bytes();
-        match self.line_ends.find(&bytes[self.pos..]) {
-            Some(len) => {
-                let (next, cr_at_end) = line_end::step_over(bytes, self.pos + len);
-                self.pos = next;
-                self.skip_lf = cr_at_end;
-                self.mode = Mode::Lines;
-            }
-            None => self.pos = bytes.len(),
+        if self.skip_past_line_end().is_some() {
+            self.mode = Mode::Lines;
         }
+    }
+
+    /// Steps past the end of the line `pos` is in: `Some` with the number of line bytes
+    /// skipped if the line ends in the front chunk, `None` if it goes on after it (the
+    /// chunk is then consumed).
+    fn skip_past_line_end(&mut self) -> Option<usize> {
+        let bytes = self.front.bytes();
+        let Some(len) = self.line_ends.find(&bytes[self.pos..]) else {
+            self.pos = bytes.len();
+            return None;
+        };
+        let (next, cr_at_end) = line_end::step_over(bytes, self.pos + len);
+        self.pos = next;
+        self.skip_lf = cr_at_end;
+        Some(len)
     }
 
     /// SSE-PARSE-2: strips one BOM at stream start, also when it is split across chunks.
