@@ -13,8 +13,9 @@ use crate::version::ProtocolVersion;
 ///
 /// This is how `params`, `result` and error `data` travel: a gateway can forward them
 /// byte for byte, and an application deserializes them with the library of its choice.
-/// To keep one without copying, slice the buffer it came from:
-/// `bytes.slice_ref(raw.as_str().as_bytes())`.
+/// To keep one without copying, keep the message as an
+/// [`Envelope`](super::Envelope) ([`payload_bytes`](super::Envelope::payload_bytes)), or
+/// slice the buffer it came from: `bytes.slice_ref(raw.as_str().as_bytes())`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RawJson<'a>(&'a str);
 
@@ -306,7 +307,8 @@ impl Classifier {
     }
 
     /// As [`Classifier::classify`], for text already known to be UTF-8 (an SSE event's
-    /// data is), which skips the UTF-8 check.
+    /// data is), which skips the UTF-8 check. Empty text (a priming event's data) is a
+    /// -32700 "unexpected end"; [`classify_event`](Self::classify_event) skips it.
     ///
     /// # Errors
     /// As [`Classifier::classify`].
