@@ -22,18 +22,25 @@
 //!   same frame with it and pushes it (bounded like the others, which the SDK's store is
 //!   not).
 //!
+//! - `resume/poll-timeout/1024`: a store's next deadline with 1,024 open rings, each
+//!   holding frames with an age limit (what a server asks after every input):
+//!   `memory-store` is `MemoryStore::poll_timeout` (the first entry of its deadline
+//!   index); `scan` is the minimum of `ReplayRing::poll_timeout` over the same 1,024 rings
+//!   held in a `Vec`, a lower bound on the scan over its maps the store did before it kept
+//!   the index. Each iteration asserts the deadline.
+//!
 //! The flatness criterion (issue 4): `ring` at 100,000 within 1.5× of `ring` at 16, while
 //! `linear-scan` grows at least 100× over the same range.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::hint::black_box;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mcpwire::resume::{
-    Epoch, EventId, EventStore, MemoryStore, Replay, ReplayRing, RingLimits, StoreLimits, StreamId,
+    Epoch, EventId, EventStore, MemoryStore, Replay, ReplayRing, RingId, RingLimits, StoreLimits,
 };
 use mcpwire::sse::{Encoder, EventFields, Id};
 
@@ -131,10 +138,10 @@ fn locate_benches(c: &mut Criterion) {
         let limits = RingLimits::new()
             .with_max_events(n)
             .with_max_bytes(usize::MAX);
-        let mut ring = ReplayRing::new(EPOCH, StreamId::new(1), limits);
+        let mut ring = ReplayRing::new(EPOCH, RingId::new(1), limits);
         let mut store = MemoryStore::new(EPOCH, StoreLimits::new().with_ring(limits));
         let session = SESSION.to_owned();
-        let stream = store.open_stream(&session).unwrap();
+        let ring_id = store.open_ring(&session).unwrap();
         let mut linear = LinearStore {
             events: Vec::with_capacity(n),
         };
@@ -144,7 +151,7 @@ fn locate_benches(c: &mut Criterion) {
             ring.append_with(now, &mut buf, |id, buf| encode(&enc, id, buf))
                 .unwrap();
             store
-                .append_with(now, &session, stream, &mut buf, |id, buf| {
+                .append_with(now, &session, ring_id, &mut buf, |id, buf| {
                     encode(&enc, id, buf)
                 })
                 .unwrap();
@@ -159,8 +166,8 @@ fn locate_benches(c: &mut Criterion) {
             Replay::Frames(mut frames) if frames.len() == 1 => frames.next().unwrap().len(),
             other => panic!("expected one frame, got {other:?}"),
         };
-        let ring_after = EventId::new(EPOCH, ring.stream(), n as u64 - 2);
-        let store_after = EventId::new(EPOCH, stream, n as u64 - 2);
+        let ring_after = EventId::new(EPOCH, ring.ring_id(), n as u64 - 2);
+        let store_after = EventId::new(EPOCH, ring_id, n as u64 - 2);
         let linear_after = linear.events[n - 2].0.clone();
         let expected = newest_len(ring.replay_after(now, ring_after));
         assert_eq!(
@@ -209,12 +216,12 @@ fn append_benches(c: &mut Criterion) {
     group.throughput(Throughput::Elements(APPENDS as u64));
 
     group.bench_function("ring", |b| {
-        let mut ring = ReplayRing::new(EPOCH, StreamId::new(1), limits);
+        let mut ring = ReplayRing::new(EPOCH, RingId::new(1), limits);
         // Frames encoded beforehand, as shared `Bytes` (cloning one is a reference count).
         let mut buf = BytesMut::new();
         let frames: Vec<Bytes> = (0..APPENDS)
             .map(|i| {
-                let id = EventId::new(EPOCH, StreamId::new(1), i as u64).encode();
+                let id = EventId::new(EPOCH, RingId::new(1), i as u64).encode();
                 encode(&enc, id.sse_id(), &mut buf);
                 buf.split().freeze()
             })
@@ -228,7 +235,7 @@ fn append_benches(c: &mut Criterion) {
         });
     });
     group.bench_function("ring-append-with", |b| {
-        let mut ring = ReplayRing::new(EPOCH, StreamId::new(1), limits);
+        let mut ring = ReplayRing::new(EPOCH, RingId::new(1), limits);
         let mut buf = BytesMut::new();
         b.iter(|| {
             let mut total = 0;
@@ -244,13 +251,13 @@ fn append_benches(c: &mut Criterion) {
     group.bench_function("memory-store-append-with", |b| {
         let mut store = MemoryStore::new(EPOCH, StoreLimits::new().with_ring(limits));
         let session = SESSION.to_owned();
-        let stream = store.open_stream(&session).unwrap();
+        let ring_id = store.open_ring(&session).unwrap();
         let mut buf = BytesMut::new();
         b.iter(|| {
             let mut total = 0;
             for _ in 0..APPENDS {
                 let (_, frame) = store
-                    .append_with(now, &session, stream, &mut buf, |id, buf| {
+                    .append_with(now, &session, ring_id, &mut buf, |id, buf| {
                         encode(&enc, id, buf)
                     })
                     .unwrap();
@@ -281,5 +288,47 @@ fn append_benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, locate_benches, append_benches);
+/// Open rings in the deadline group.
+const DEADLINE_RINGS: u64 = 1_024;
+
+fn deadline_benches(c: &mut Criterion) {
+    let t0 = Instant::now();
+    let ring_limits = RingLimits::new()
+        .with_max_events(4)
+        .with_max_age(Some(Duration::from_secs(60)));
+    let limits = StoreLimits::new().with_ring(ring_limits);
+    let mut store = MemoryStore::<u64>::new(EPOCH, limits);
+    let mut rings = Vec::new();
+    for i in 0..DEADLINE_RINGS {
+        let session = i / 16;
+        let ring = store.open_ring(&session).unwrap();
+        // One frame each, at t0: every deadline ties, so the index orders them by ring.
+        let id = store.next_id(&session, ring).unwrap();
+        store
+            .append(t0, &session, id, Bytes::from_static(b"x"))
+            .unwrap();
+        let mut alone = ReplayRing::new(EPOCH, ring, ring_limits);
+        alone.append(t0, id, Bytes::from_static(b"x")).unwrap();
+        rings.push(alone);
+    }
+    let expected = store.poll_timeout();
+    assert_eq!(expected, Some(t0 + Duration::from_secs(60)));
+
+    let mut group = c.benchmark_group(format!("resume/poll-timeout/{DEADLINE_RINGS}"));
+    group.bench_function("memory-store", |b| {
+        b.iter(|| assert_eq!(black_box(&store).poll_timeout(), expected));
+    });
+    group.bench_function("scan", |b| {
+        b.iter(|| {
+            let next = black_box(&rings)
+                .iter()
+                .filter_map(ReplayRing::poll_timeout)
+                .min();
+            assert_eq!(next, expected);
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, locate_benches, append_benches, deadline_benches);
 criterion_main!(benches);

@@ -17,7 +17,7 @@ use sse_stream::SseByteStream;
 use crate::Counts;
 
 /// Decodes `chunks` with `mcpwire`'s [`Decoder`]: pushes each chunk (a reference-count
-/// clone, no copy) and drains [`next_item`](Decoder::next_item) after each.
+/// clone, no copy) and drains [`poll_item`](Decoder::poll_item) after each.
 ///
 /// # Panics
 ///
@@ -27,7 +27,7 @@ pub fn mcpwire(chunks: &[Bytes]) -> Counts {
     let mut decoder = Decoder::new(Limits::default());
     let mut counts = Counts::default();
     for chunk in chunks {
-        decoder.push(chunk.clone());
+        decoder.push(chunk.clone()).unwrap();
         drain(&mut decoder, &mut counts);
     }
     decoder.finish();
@@ -35,7 +35,7 @@ pub fn mcpwire(chunks: &[Bytes]) -> Counts {
     counts
 }
 
-/// Like [`mcpwire`], but drains with [`next_item_ref`](Decoder::next_item_ref): items are
+/// Like [`mcpwire`], but drains with [`poll_item_ref`](Decoder::poll_item_ref): items are
 /// borrowed from the decoder, so no reference count is touched per event. This is the
 /// path of a consumer that parses each event's JSON in place.
 ///
@@ -46,7 +46,7 @@ pub fn mcpwire_ref(chunks: &[Bytes]) -> Counts {
     let mut decoder = Decoder::new(Limits::default());
     let mut counts = Counts::default();
     for chunk in chunks {
-        decoder.push(chunk.clone());
+        decoder.push(chunk.clone()).unwrap();
         drain_ref(&mut decoder, &mut counts);
     }
     decoder.finish();
@@ -56,7 +56,7 @@ pub fn mcpwire_ref(chunks: &[Bytes]) -> Counts {
 
 fn drain_ref(decoder: &mut Decoder, counts: &mut Counts) {
     while let Some(item) = decoder
-        .next_item_ref()
+        .poll_item_ref()
         .expect("the corpora are within the default limits")
     {
         match item {
@@ -72,7 +72,7 @@ fn drain_ref(decoder: &mut Decoder, counts: &mut Counts) {
 
 fn drain(decoder: &mut Decoder, counts: &mut Counts) {
     while let Some(item) = decoder
-        .next_item()
+        .poll_item()
         .expect("the corpora are within the default limits")
     {
         match item {

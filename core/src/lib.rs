@@ -12,10 +12,13 @@
 //!
 //! Every machine in this crate is driven the same way:
 //!
-//! 1. Give it input (`push` bytes; later `handle_*` calls with `now`).
-//! 2. Drain its output (`next_item` / `poll_*`) until it returns `None`, which means
-//!    "need more input", never an error.
-//! 3. Repeat. At end of input call `finish`, then drain once more.
+//! 1. Give it input: `push` bytes, `handle_*` calls with plain data and `now`.
+//! 2. Drain its output with `poll_*` (`Decoder::poll_item`, and in the state machines
+//!    `poll_output`, `poll_event`) until it returns `None`, which means "need more
+//!    input", never an error.
+//! 3. Ask `poll_timeout()` for the next deadline, and call `handle_timeout(now)` when it
+//!    passes (`jsonrpc::Pending`, `resume::ReplayRing`, `resume::EventStore`).
+//! 4. Repeat. At end of input call `finish`, then drain once more.
 //!
 //! ## Modules
 //!
@@ -23,9 +26,20 @@
 //!   bounded) and [`Encoder`](sse::Encoder).
 //! - [`jsonrpc`]: classify JSON-RPC messages without parsing their payloads, encode them,
 //!   and correlate responses with requests.
-//! - [`resume`]: resumability (SEP-1699): stream-scoped [`EventId`](resume::EventId)s, the
+//! - [`resume`]: resumability (SEP-1699): ring-scoped [`EventId`](resume::EventId)s, the
 //!   bounded O(1) [`ReplayRing`](resume::ReplayRing) and the
 //!   [`EventStore`](resume::EventStore) seam.
+//!
+//! ## Unsafe code
+//!
+//! The workspace denies `unsafe_code`; the only module that allows it, block by block, is
+//! `utf8`, where a validated span of input is read as `&str` without validating it twice
+//! (the decoder's zero-copy text). Each block states its proof (`clippy::
+//! undocumented_unsafe_blocks` is on), the proof is the invariant of a type private to
+//! that module, and Miri runs the tests that reach every block. The lint is `deny`, not
+//! `forbid`, because `forbid` cannot be overridden at all: the test crates' counting
+//! global allocator (`unsafe impl GlobalAlloc`) and this one module need a local
+//! `#[allow(unsafe_code)]`, which keeps each exception visible where it is.
 //!
 //! Requirement ids (SSE-PARSE-3, …) refer to `TRANSPORT.md`, the project's checklist of
 //! the MCP and WHATWG rules; tests are named after them.

@@ -1,6 +1,25 @@
-//! `Utf8Bytes`: reference-counted bytes that are known to be valid UTF-8.
+//! Text known to be valid UTF-8, and the proofs of it: the one module of the crate with
+//! `unsafe` code.
+//!
+//! The decoder validates each pushed chunk once (SIMD) and then hands out field values as
+//! `&str` slices of it, zero-copy, with no second validation. That needs
+//! `str::from_utf8_unchecked`, and its soundness must not rest on a caller elsewhere
+//! keeping a promise. So every proof is a type defined here, whose fields only this module
+//! can set, and every `unsafe` block relies only on the invariant of its own type:
+//!
+//! - [`Utf8Bytes`]: reference-counted text; built only from a `str`, by validating, or
+//!   from the types below;
+//! - `Chunk`: a pushed chunk and the span of it that `check_from` validated; text is taken
+//!   from the span with `Chunk::text`, a bounds and character-boundary check (O(1));
+//! - `LineBuf`: a line carried across chunks and the prefix of it known valid (taken over
+//!   from its chunk's span, or validated when the line completes);
+//! - `TextBuf`: a buffer only `str`s are appended to (the joined lines of an event);
+//! - [`Utf8Ref`]: borrowed text and, optionally, the `Bytes` it lies in (safe: it holds a
+//!   `&str`; `to_bytes` slices the owner with a checked `slice_ref`).
+//!
+//! Miri runs the tests that reach each of these blocks (`.ci/run`).
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Deref;
@@ -127,35 +146,36 @@ impl<'a> Utf8Ref<'a> {
         }
     }
 
-    /// Borrows `owner[range]`, already known to be valid UTF-8.
-    ///
-    /// # Safety
-    ///
-    /// `owner[range]` must be valid UTF-8 (and `range` within `owner`, which is checked).
-    #[allow(unsafe_code)]
+    /// Borrows `text`, which lies inside `owner`, so that [`to_bytes`](Self::to_bytes)
+    /// can share `owner` instead of copying.
     #[inline]
-    pub(crate) unsafe fn from_validated(owner: &'a Bytes, range: Range<usize>) -> Self {
+    fn in_owner(owner: &'a Bytes, text: &'a str) -> Self {
+        debug_assert!(owner.as_ptr_range().contains(&text.as_ptr()) || text.is_empty());
         Self {
-            // SAFETY: the caller guarantees the bytes are valid UTF-8.
-            text: unsafe { str_from_validated(&owner[range]) },
+            text,
             owner: Some(owner),
         }
     }
 
-    /// Borrows `bytes`, already known to be valid UTF-8, from a buffer that is not a
-    /// `Bytes` ([`to_bytes`](Self::to_bytes) copies).
+    /// The part `part` of this text, with the same owner.
     ///
-    /// # Safety
-    ///
-    /// `bytes` must be valid UTF-8.
-    #[allow(unsafe_code)]
+    /// `part` must lie inside this text (checked when the owner is sliced).
     #[inline]
-    pub(crate) unsafe fn from_validated_unowned(bytes: &'a [u8]) -> Self {
+    pub(crate) fn sub(self, part: &'a str) -> Self {
+        debug_assert!(
+            self.text.as_bytes().as_ptr_range().contains(&part.as_ptr()) || part.is_empty()
+        );
         Self {
-            // SAFETY: the caller guarantees the bytes are valid UTF-8.
-            text: unsafe { str_from_validated(bytes) },
-            owner: None,
+            text: part,
+            owner: self.owner,
         }
+    }
+
+    /// Borrows `text` from a buffer that is not a `Bytes` ([`to_bytes`](Self::to_bytes)
+    /// copies).
+    #[inline]
+    pub(crate) fn unowned(text: &'a str) -> Self {
+        Self { text, owner: None }
     }
 
     /// The text.
@@ -173,17 +193,6 @@ impl<'a> Utf8Ref<'a> {
             None => Utf8Bytes(Bytes::copy_from_slice(self.text.as_bytes())),
         }
     }
-}
-
-/// # Safety
-///
-/// `bytes` must be valid UTF-8.
-#[allow(unsafe_code)]
-#[inline]
-unsafe fn str_from_validated(bytes: &[u8]) -> &str {
-    debug_assert!(std::str::from_utf8(bytes).is_ok());
-    // SAFETY: the caller guarantees the bytes are valid UTF-8.
-    unsafe { std::str::from_utf8_unchecked(bytes) }
 }
 
 impl Deref for Utf8Ref<'_> {
@@ -285,6 +294,260 @@ impl fmt::Debug for Utf8Bytes {
 impl fmt::Display for Utf8Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A pushed chunk of input and the span of it known to be valid UTF-8: the proof the
+/// decoder's zero-copy text views rest on.
+///
+/// The decoder validates a chunk once, from its first complete line on (the chunk may
+/// start inside a code point of a line carried from the previous chunk), and then takes
+/// every field value inside the valid span as text with [`text`](Self::text): a bounds and
+/// character-boundary check, O(1), instead of a validation per line.
+#[derive(Debug, Default)]
+pub(crate) struct Chunk {
+    bytes: Bytes,
+    // INVARIANT: valid_start <= valid_end <= bytes.len(), and
+    // bytes[valid_start..valid_end] is valid UTF-8.
+    valid_start: usize,
+    valid_end: usize,
+    checked: bool,
+}
+
+impl Chunk {
+    /// A chunk nothing is known of yet.
+    #[inline]
+    pub(crate) fn new(bytes: Bytes) -> Self {
+        Self {
+            bytes,
+            valid_start: 0,
+            valid_end: 0,
+            checked: false,
+        }
+    }
+
+    /// The chunk's bytes.
+    #[inline(always)]
+    pub(crate) fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    /// Whether [`check_from`](Self::check_from) has run on this chunk.
+    #[inline(always)]
+    pub(crate) fn is_checked(&self) -> bool {
+        self.checked
+    }
+
+    /// Where the valid span ends (0 before the check).
+    #[inline(always)]
+    pub(crate) fn valid_end(&self) -> usize {
+        self.valid_end
+    }
+
+    /// Validates the chunk from `from` (SIMD): the valid span becomes `from` up to the
+    /// first invalid sequence or the end. Runs once per chunk; later calls do nothing.
+    #[inline]
+    pub(crate) fn check_from(&mut self, from: usize) {
+        if self.checked {
+            return;
+        }
+        self.checked = true;
+        let rest = self.bytes.get(from..).unwrap_or_default();
+        let valid = match simdutf8::compat::from_utf8(rest) {
+            Ok(_) => rest.len(),
+            Err(e) => e.valid_up_to(),
+        };
+        self.valid_start = from.min(self.bytes.len());
+        self.valid_end = self.valid_start + valid;
+    }
+
+    /// `bytes[start..end]` as text, if it lies in the valid span on character
+    /// boundaries (`None` otherwise: it must then be decoded with replacement).
+    #[inline(always)]
+    pub(crate) fn text(&self, start: usize, end: usize) -> Option<Utf8Ref<'_>> {
+        if start < self.valid_start || end > self.valid_end {
+            return None;
+        }
+        let text = self
+            .valid_str()
+            .get(start - self.valid_start..end - self.valid_start)?;
+        Some(Utf8Ref::in_owner(&self.bytes, text))
+    }
+
+    /// The valid span as `&str`.
+    #[inline(always)]
+    fn valid_str(&self) -> &str {
+        let valid = &self.bytes[self.valid_start..self.valid_end];
+        #[allow(unsafe_code)]
+        // SAFETY: the INVARIANT on `valid_start`/`valid_end`: `check_from` validated
+        // exactly this span, and the bytes of a `Bytes` never change.
+        unsafe {
+            std::str::from_utf8_unchecked(valid)
+        }
+    }
+}
+
+/// The start of a line that continues in a later chunk, and how much of it is known to
+/// be valid UTF-8, so a long line is validated once, whole, when it completes.
+#[derive(Debug, Default)]
+pub(crate) struct LineBuf {
+    buf: BytesMut,
+    // INVARIANT: buf[..valid_upto] is valid UTF-8; INVALID once an invalid sequence was
+    // found in the line.
+    valid_upto: usize,
+}
+
+/// `LineBuf::valid_upto` of a line with an invalid sequence.
+const INVALID: usize = usize::MAX;
+
+impl LineBuf {
+    /// The carried bytes.
+    #[inline(always)]
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The carried length.
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether nothing is carried.
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// Forgets the line, keeping the allocation.
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.buf.clear();
+        self.valid_upto = 0;
+    }
+
+    /// Makes an empty buffer hold at least `want` bytes without growing later, at the
+    /// front of an allocation (reclaimed or new), not in the tail a shared line left.
+    #[inline]
+    pub(crate) fn prepare(&mut self, want: usize) {
+        if self.buf.is_empty() && self.buf.capacity() < want && !self.buf.try_reclaim(want) {
+            self.buf = BytesMut::with_capacity(want);
+        }
+    }
+
+    /// Starts the line with `chunk[from..]`, taking over what the chunk's check knows of
+    /// its validity.
+    #[inline]
+    pub(crate) fn start(&mut self, chunk: &Chunk, from: usize, hint: usize, limit: usize) {
+        debug_assert!(self.buf.is_empty());
+        let piece = chunk.bytes().get(from..).unwrap_or_default();
+        crate::buf::extend_within(&mut self.buf, piece, hint, limit);
+        self.valid_upto = if chunk.valid_start <= from && from <= chunk.valid_end {
+            // `from` is a line start inside the valid span, so a character boundary:
+            // chunk[from..valid_end] is valid on its own.
+            chunk.valid_end - from
+        } else {
+            0
+        };
+    }
+
+    /// Appends raw bytes (a BOM prefix that was no BOM, or the middle of a long line).
+    #[inline]
+    pub(crate) fn push(&mut self, piece: &[u8], hint: usize, limit: usize) {
+        crate::buf::extend_within(&mut self.buf, piece, hint, limit);
+    }
+
+    /// Appends the line's last piece and validates what is not yet known valid: once,
+    /// whole, while it is still in cache. Returns whether the whole line is UTF-8.
+    ///
+    /// One call of the SIMD validator over a buffer still in L2 beats a call per piece
+    /// (a 64 KiB line arrives in 45 TCP segments), and the common case, valid text, needs
+    /// no error position.
+    pub(crate) fn complete(&mut self, piece: &[u8], limit: usize) -> bool {
+        crate::buf::extend_within(&mut self.buf, piece, 0, limit);
+        if self.valid_upto == INVALID {
+            return false;
+        }
+        let unchecked = &self.buf[self.valid_upto.min(self.buf.len())..];
+        // A short line split by a chunk boundary is usually ASCII: std's validator, which
+        // checks ASCII a word at a time, beats the SIMD validator's set-up there.
+        let valid = if unchecked.len() < 256 {
+            std::str::from_utf8(unchecked).is_ok()
+        } else {
+            simdutf8::basic::from_utf8(unchecked).is_ok()
+        };
+        self.valid_upto = if valid { self.buf.len() } else { INVALID };
+        valid
+    }
+
+    /// The line as text, if [`complete`](Self::complete) found it valid.
+    #[inline]
+    pub(crate) fn text(&self) -> Option<&str> {
+        if self.valid_upto != self.buf.len() {
+            return None;
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: the INVARIANT on `valid_upto`, which covers the whole buffer here.
+        Some(unsafe { std::str::from_utf8_unchecked(&self.buf) })
+    }
+
+    /// Takes the completed line: `Ok` with its text if it is valid UTF-8, `Err` with its
+    /// bytes otherwise. The buffer starts empty, reusing its allocation once the line is
+    /// dropped.
+    pub(crate) fn take(&mut self) -> Result<Utf8Bytes, Bytes> {
+        let valid = self.valid_upto == self.buf.len();
+        self.valid_upto = 0;
+        let bytes = self.buf.split().freeze();
+        if valid {
+            // The INVARIANT on `valid_upto`: the whole line was validated.
+            Ok(Utf8Bytes(bytes))
+        } else {
+            Err(bytes)
+        }
+    }
+}
+
+/// A growable UTF-8 buffer: the joined lines of a multi-line event.
+#[derive(Debug, Default)]
+pub(crate) struct TextBuf(
+    // INVARIANT: valid UTF-8: only `str`s are appended.
+    BytesMut,
+);
+
+impl TextBuf {
+    /// The length in bytes.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Forgets the text, keeping the allocation.
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// Appends `text`, growing the buffer at most to `limit` (see `buf::extend_within`).
+    #[inline]
+    pub(crate) fn push_within(&mut self, text: &str, hint: usize, limit: usize) {
+        crate::buf::extend_within(&mut self.0, text.as_bytes(), hint, limit);
+    }
+
+    /// The text, borrowed.
+    #[inline]
+    pub(crate) fn as_ref(&self) -> Utf8Ref<'_> {
+        #[allow(unsafe_code)]
+        // SAFETY: the INVARIANT on the field.
+        let text = unsafe { std::str::from_utf8_unchecked(&self.0) };
+        Utf8Ref::unowned(text)
+    }
+
+    /// Takes the text; the buffer starts empty and reuses its allocation once the text is
+    /// dropped.
+    #[inline]
+    pub(crate) fn split(&mut self) -> Utf8Bytes {
+        // The INVARIANT on the field.
+        Utf8Bytes(self.0.split().freeze())
     }
 }
 

@@ -13,7 +13,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcpwire::resume::{Epoch, EventId, StreamId};
+use mcpwire::resume::{Epoch, EventId, RingId};
 use mcpwire_tests::reference::resume::is_canonical_event_id;
 
 fuzz_target!(|input: &[u8]| {
@@ -48,7 +48,7 @@ fuzz_target!(|input: &[u8]| {
             bytes.copy_from_slice(&fields[8 * i..8 * i + 8]);
             u64::from_le_bytes(bytes)
         };
-        let id = EventId::new(Epoch::new(field(0)), StreamId::new(field(1)), field(2));
+        let id = EventId::new(Epoch::new(field(0)), RingId::new(field(1)), field(2));
         let text = id.encode();
         assert!(text.len() <= EventId::MAX_LEN);
         assert_eq!(EventId::parse_bytes(text.as_bytes()), Ok(id));

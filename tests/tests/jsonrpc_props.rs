@@ -2097,8 +2097,10 @@ fn message_buf_writes_no_line_break_of_its_own() {
     let mut frame = bytes::BytesMut::new();
     mcpwire::sse::Encoder::new().encode_event(&mcpwire::sse::EventFields::new(), &text, &mut frame);
     let mut decoder = mcpwire::sse::Decoder::default();
-    decoder.push(frame.freeze());
-    let event = decoder.next_event().unwrap().unwrap();
+    decoder.push(frame.freeze()).unwrap();
+    let event = mcpwire_tests::reference::sse::next_event(&mut decoder)
+        .unwrap()
+        .unwrap();
     let Ok(Message::Request(r)) = classify(event.data().as_bytes()) else {
         panic!("{event:?}")
     };

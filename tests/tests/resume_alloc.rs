@@ -2,8 +2,9 @@
 //! allocator (this test binary only):
 //!
 //! - append allocates nothing beyond the frame's own `Bytes`: once a ring has grown to its
-//!   steady size, appends and the evictions they cause (by count, by bytes, by age)
-//!   allocate nothing, in a `ReplayRing` and through `MemoryStore`;
+//!   steady size, appends and the evictions they cause (by count, by bytes, by age, by the
+//!   store's budget) allocate nothing, in a `ReplayRing` and through `MemoryStore`, whose
+//!   `str` sessions are looked up with `&str` (no `String` built per call);
 //! - `append_with` (the id formatted on the stack and handed to the encoder) allocates
 //!   exactly what encoding the same frames into the same buffer allocates without a ring;
 //! - replays, and event id formatting and parsing, allocate nothing.
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use mcpwire::resume::{
-    Epoch, EventId, EventStore, MemoryStore, Replay, ReplayRing, RingLimits, StoreLimits, StreamId,
+    Epoch, EventId, EventStore, MemoryStore, Replay, ReplayRing, RingId, RingLimits, StoreLimits,
 };
 use mcpwire::sse::{Encoder, EventFields};
 use mcpwire_tests::alloc::{Counting, Meter};
@@ -67,7 +68,7 @@ fn append_evicting_by_count_allocates_nothing() {
     let now = Instant::now();
     let mut ring = ReplayRing::new(
         EPOCH,
-        StreamId::new(1),
+        RingId::new(1),
         RingLimits::new().with_max_events(256),
     );
     warm_up(&mut ring, now);
@@ -87,7 +88,7 @@ fn append_evicting_by_bytes_and_age_allocates_nothing() {
         .with_max_events(512)
         .with_max_bytes(16 << 10)
         .with_max_age(Some(Duration::from_millis(50)));
-    let mut ring = ReplayRing::new(EPOCH, StreamId::new(2), limits);
+    let mut ring = ReplayRing::new(EPOCH, RingId::new(2), limits);
     warm_up(&mut ring, t0);
     let mut now = t0;
     for round in 0..10 {
@@ -96,7 +97,7 @@ fn append_evicting_by_bytes_and_age_allocates_nothing() {
         now = append_all(&mut ring, now, Duration::from_micros(100), frames);
         // Idle long enough for everything to expire, then expire explicitly.
         now += Duration::from_millis(60);
-        let expired = ring.expire(now);
+        let expired = ring.handle_timeout(now);
         assert_eq!(meter.allocations(), 0, "allocations in round {round}");
         assert!(
             expired > 0 && ring.is_empty(),
@@ -112,15 +113,15 @@ fn memory_store_append_and_replay_allocate_nothing() {
     let mut store = MemoryStore::new(EPOCH, limits);
     // String keys: an append looks the session up by reference and clones nothing.
     let sessions = ["session-a".to_owned(), "session-b".to_owned()];
-    let mut streams: Vec<(String, StreamId)> = Vec::new();
+    let mut rings: Vec<(String, RingId)> = Vec::new();
     for session in &sessions {
         for _ in 0..4 {
-            streams.push((session.clone(), store.open_stream(session).unwrap()));
+            rings.push((session.clone(), store.open_ring(session).unwrap()));
         }
     }
-    for (session, stream) in &streams {
+    for (session, ring) in &rings {
         for _ in 0..128 {
-            let id = store.next_id(session, *stream).unwrap();
+            let id = store.next_id(session, *ring).unwrap();
             store.append(now, session, id, Bytes::new()).unwrap();
         }
     }
@@ -128,11 +129,11 @@ fn memory_store_append_and_replay_allocate_nothing() {
     let meter = Meter::start();
     let mut replayed = 0;
     for (i, frame) in frames.into_iter().enumerate() {
-        let (session, stream) = &streams[i % streams.len()];
-        let id = store.next_id(session, *stream).unwrap();
+        let (session, ring) = &rings[i % rings.len()];
+        let id = store.next_id(session, *ring).unwrap();
         store.append(now, session, id, frame).unwrap();
         if i % 3 == 0 {
-            let after = EventId::new(EPOCH, *stream, id.seq() - 2);
+            let after = EventId::new(EPOCH, *ring, id.seq() - 2);
             let Replay::Frames(frames) = store.replay_after(now, session, after) else {
                 panic!("the last two frames are retained")
             };
@@ -144,18 +145,81 @@ fn memory_store_append_and_replay_allocate_nothing() {
 }
 
 #[test]
+fn memory_store_str_sessions_are_looked_up_with_str_without_allocating() {
+    let t0 = Instant::now();
+    let ring_limits = RingLimits::new()
+        .with_max_events(64)
+        .with_max_age(Some(Duration::from_millis(50)));
+    // Sessions stored as `String`s, asked with `&str`: a server that has the
+    // `Mcp-Session-Id` header value as `&str` never builds a `String` to look it up. A
+    // budget below the frames' total makes appends evict across rings too.
+    let limits = StoreLimits::new()
+        .with_ring(ring_limits)
+        .with_max_bytes(32 << 10);
+    let mut store = MemoryStore::<str>::new(EPOCH, limits);
+    let sessions = ["session-a", "session-b", "session-c"];
+    let mut rings: Vec<(&str, RingId)> = Vec::new();
+    for session in sessions {
+        for _ in 0..3 {
+            rings.push((session, store.open_ring(session).unwrap()));
+        }
+    }
+    // Warm up: every ring's deques at their largest, and the indexes at their size.
+    for &(session, ring) in &rings {
+        for _ in 0..64 {
+            let id = store.next_id(session, ring).unwrap();
+            store.append(t0, session, id, Bytes::new()).unwrap();
+        }
+    }
+    let mut now = t0;
+    for round in 0..5 {
+        let frames = frames(3_000);
+        let meter = Meter::start();
+        let (mut replayed, mut fullest) = (0, 0);
+        for (i, frame) in frames.into_iter().enumerate() {
+            let (session, ring) = rings[i % rings.len()];
+            let id = store.next_id(session, ring).unwrap();
+            store.append(now, session, id, frame).unwrap();
+            if i % 3 == 0 {
+                let after = EventId::new(EPOCH, ring, id.seq() - 1);
+                if let Replay::Frames(frames) = store.replay_after(now, session, after) {
+                    replayed += frames.len();
+                }
+            }
+            if store.poll_timeout().is_some_and(|at| at <= now) {
+                store.handle_timeout(now);
+            }
+            fullest = fullest.max(store.retained_bytes());
+            now += Duration::from_micros(100);
+        }
+        // Idle until everything expires, then expire at the deadlines.
+        now += Duration::from_millis(60);
+        while store.poll_timeout().is_some() {
+            store.handle_timeout(now);
+        }
+        assert_eq!(meter.allocations(), 0, "allocations in round {round}");
+        assert!(replayed > 0);
+        assert!(
+            fullest > (32 << 10) - 300,
+            "the budget was reached: {fullest}"
+        );
+        assert_eq!(store.retained_bytes(), 0);
+    }
+}
+
+#[test]
 fn replay_after_allocates_nothing() {
     let now = Instant::now();
     let mut ring = ReplayRing::new(
         EPOCH,
-        StreamId::new(3),
+        RingId::new(3),
         RingLimits::new().with_max_events(1000),
     );
     append_all(&mut ring, now, Duration::ZERO, frames(1_500));
     let meter = Meter::start();
     let mut answers = [0usize; 3];
     for seq in 0..1_600 {
-        match ring.replay_after(now, EventId::new(EPOCH, StreamId::new(3), seq)) {
+        match ring.replay_after(now, EventId::new(EPOCH, RingId::new(3), seq)) {
             Replay::Frames(frames) => answers[0] += frames.len(),
             Replay::Gap { missed, retained } => answers[1] += missed as usize + retained.len(),
             _ => answers[2] += 1,
@@ -170,7 +234,7 @@ fn event_id_formatting_and_parsing_allocate_nothing() {
     let mut shown = String::with_capacity(64);
     let meter = Meter::start();
     for seq in (0..u64::MAX).step_by(1 << 40).take(10_000) {
-        let id = EventId::new(EPOCH, StreamId::new(seq >> 20), seq);
+        let id = EventId::new(EPOCH, RingId::new(seq >> 20), seq);
         let text = id.encode();
         assert_eq!(EventId::parse(text.sse_id().as_str()), Ok(id));
         assert_eq!(EventId::parse_bytes(text.as_bytes()), Ok(id));
@@ -204,9 +268,9 @@ fn count_encoding(
 fn append_with_allocates_only_what_encoding_the_frame_does() {
     const RETAINED: usize = 256;
     let now = Instant::now();
-    let stream = StreamId::new(4);
+    let ring_id = RingId::new(4);
 
-    let mut ring = ReplayRing::new(EPOCH, stream, RingLimits::new().with_max_events(RETAINED));
+    let mut ring = ReplayRing::new(EPOCH, ring_id, RingLimits::new().with_max_events(RETAINED));
     warm_up(&mut ring, now);
     let with_ring = count_encoding(20_000, |buf, encode| {
         let (_, frame) = ring
@@ -221,7 +285,7 @@ fn append_with_allocates_only_what_encoding_the_frame_does() {
     kept.extend((0..RETAINED).map(|_| Bytes::new()));
     let mut seq = RETAINED as u64;
     let without_ring = count_encoding(20_000, |buf, encode| {
-        let text = EventId::new(EPOCH, stream, seq).encode();
+        let text = EventId::new(EPOCH, ring_id, seq).encode();
         seq += 1;
         encode(buf, text.sse_id());
         let frame = buf.split().freeze();

@@ -14,6 +14,7 @@
 use bytes::Bytes;
 use mcpwire::sse::{DecodeError, Decoder, Item, Limits};
 use mcpwire_tests::alloc::{Counting, Meter};
+use mcpwire_tests::reference::sse as reference;
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -35,11 +36,11 @@ fn decode_events(n: usize, fields: &[u8]) -> usize {
     let keep = chunk.clone();
     let range = keep.as_ptr_range();
     let mut dec = Decoder::new(Limits::default());
-    dec.push(chunk);
+    dec.push(chunk).unwrap();
 
     let meter = Meter::start();
     let mut events = 0;
-    while let Some(event) = dec.next_event().expect("no limit is near") {
+    while let Some(event) = reference::next_event(&mut dec).expect("no limit is near") {
         assert_eq!(event.data(), JSON);
         let data = event.data_bytes().as_bytes().as_ptr_range();
         assert!(
@@ -52,7 +53,7 @@ fn decode_events(n: usize, fields: &[u8]) -> usize {
     let allocations = meter.allocations();
     assert_eq!(events, n);
     dec.finish();
-    assert_eq!(dec.next_item(), Ok(None));
+    assert_eq!(dec.poll_item(), Ok(None));
     allocations
 }
 
@@ -87,16 +88,16 @@ static LINE_CHUNK: [u8; 16 << 10] = [b'x'; 16 << 10];
 fn sse_parse_22_endless_line_is_bounded_by_max_line_len() {
     let limit = 64 << 10;
     let mut dec = Decoder::new(Limits::default().with_max_line_len(limit));
-    dec.push(Bytes::from_static(b"id: 1\n\ndata: "));
-    assert_eq!(dec.next_item(), Ok(None));
+    dec.push(Bytes::from_static(b"id: 1\n\ndata: ")).unwrap();
+    assert_eq!(dec.poll_item(), Ok(None));
 
     let meter = Meter::start();
     let mut errors = Vec::new();
     // 64 MiB of one line.
     for _ in 0..(64 << 20) / LINE_CHUNK.len() {
-        dec.push(Bytes::from_static(&LINE_CHUNK));
+        dec.push(Bytes::from_static(&LINE_CHUNK)).unwrap();
         loop {
-            match dec.next_item() {
+            match dec.poll_item() {
                 Ok(None) => break,
                 Ok(Some(item)) => panic!("unexpected item {item:?}"),
                 Err(e) => errors.push(e),
@@ -116,8 +117,9 @@ fn sse_parse_22_endless_line_is_bounded_by_max_line_len() {
     // The discarded event ends at its blank line; decoding goes on.
     dec.push(Bytes::from_static(
         b"\r\ndata: lost\r\n\r\ndata: ok\r\n\r\n",
-    ));
-    let event = dec.next_event().unwrap().unwrap();
+    ))
+    .unwrap();
+    let event = reference::next_event(&mut dec).unwrap().unwrap();
     assert_eq!((event.data(), event.id()), ("ok", "1"));
 }
 
@@ -151,16 +153,16 @@ static EVENT_CHUNK: [u8; 16 << 10] = {
 fn sse_parse_22_endless_event_is_bounded_by_max_event_len() {
     let limit = 256 << 10;
     let mut dec = Decoder::new(Limits::default().with_max_event_len(limit));
-    dec.push(Bytes::from_static(b"id: 1\n\n"));
-    assert_eq!(dec.next_item(), Ok(None));
+    dec.push(Bytes::from_static(b"id: 1\n\n")).unwrap();
+    assert_eq!(dec.poll_item(), Ok(None));
 
     let meter = Meter::start();
     let mut errors = Vec::new();
     // 64 MiB of one event, about 67,000 data lines.
     for _ in 0..(64 << 20) / EVENT_CHUNK.len() {
-        dec.push(Bytes::from_static(&EVENT_CHUNK));
+        dec.push(Bytes::from_static(&EVENT_CHUNK)).unwrap();
         loop {
-            match dec.next_item() {
+            match dec.poll_item() {
                 Ok(None) => break,
                 Ok(Some(item)) => panic!("unexpected item {item:?}"),
                 Err(e) => errors.push(e),
@@ -182,8 +184,8 @@ fn sse_parse_22_endless_event_is_bounded_by_max_event_len() {
          (the data buffer's capacity grows past max_event_len)"
     );
 
-    dec.push(Bytes::from_static(b"\n\ndata: ok\n\n"));
-    let item = dec.next_item().unwrap().unwrap();
+    dec.push(Bytes::from_static(b"\n\ndata: ok\n\n")).unwrap();
+    let item = dec.poll_item().unwrap().unwrap();
     assert!(
         matches!(&item, Item::Event(e) if (e.data(), e.id()) == ("ok", "1")),
         "{item:?}"

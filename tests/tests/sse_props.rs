@@ -1,7 +1,7 @@
 //! Property tests for the SSE codec (ARCHITECTURE.md "Testing pyramid" 2 and 3):
 //!
 //! - chunking invariance: any split of any input, fed by `push` or `push_slice`, drained
-//!   after each chunk or at the end, pulled by `next_item` or `next_item_ref`, gives the
+//!   after each chunk or at the end, pulled by `poll_item` or `poll_item_ref`, gives the
 //!   same items, last event id and retry as one push, under default and under tiny limits
 //!   (SSE-PARSE-3, SSE-PARSE-22);
 //! - encode→decode round trip of arbitrary frame sequences (SSE-ENC-*), with

@@ -5,7 +5,7 @@
 //! SSE-PARSE-22 cases, its model of the limits) must produce the expected outcome, and mcpwire's decoder must produce it too when the input
 //! is pushed whole, one byte at a time (with and without empty chunks in between), split
 //! in two at every offset, and fully queued before draining, via both `push(Bytes)` and
-//! `push_slice`, pulling with both `next_item` and `next_item_ref`.
+//! `push_slice`, pulling with both `poll_item` and `poll_item_ref`.
 
 use std::time::Duration;
 
@@ -36,6 +36,10 @@ fn comment(text: &str) -> Item {
 
 fn line_too_long(limit: usize) -> Item {
     Item::Error(DecodeError::LineTooLong { limit })
+}
+
+fn line_skipped(limit: usize) -> Item {
+    Item::Error(DecodeError::LineSkipped { limit })
 }
 
 fn event_too_large(limit: usize) -> Item {
@@ -359,7 +363,8 @@ sse_vectors! {
 }
 
 // SSE-PARSE-22: limits. The offending event is reported once and discarded up to its
-// blank line; earlier fields of that event stay in effect; decoding continues.
+// blank line; earlier fields of that event stay in effect; decoding continues. A too-long
+// comment or ignored field costs only itself.
 sse_vectors! {
     sse_parse_22_line_at_limit_is_accepted: b"data: 12\n\n" => [msg("12")], limits: small_line(8);
     sse_parse_22_line_too_long_reported_once_then_next_event: b"data: 123456789\n\ndata: ok\n\n"
@@ -370,16 +375,23 @@ sse_vectors! {
         => [line_too_long(8), msg("ok")], limits: small_line(8);
     sse_parse_22_two_long_events_two_errors: b"data: 123456789\n\ndata: ok\n\ndata: 123456789\n\ndata:ok2\n\n"
         => [line_too_long(8), msg("ok"), line_too_long(8), msg("ok2")], limits: small_line(8);
-    sse_parse_22_long_comment_is_too_long: long(":", 20, "\n\ndata: ok\n\n")
-        => [line_too_long(8), msg("ok")], limits: small_line(8);
-    sse_parse_22_long_comment_discards_rest_of_its_block: long(":", 20, "\ndata: lost\n\ndata: ok\n\n")
-        => [line_too_long(8), msg("ok")], limits: small_line(8);
+    sse_parse_22_long_comment_costs_only_itself: long(":", 20, "\n\ndata: ok\n\n")
+        => [line_skipped(8), msg("ok")], limits: small_line(8);
+    sse_parse_22_long_comment_inside_an_event_keeps_the_event:
+        [&b"id: 7\ndata: a\n"[..], &long(":", 20, "\ndata: b\n\ndata: ok\n\n")].concat()
+        => [line_skipped(8), msg_id("a\nb", "7"), msg_id("ok", "7")], last_id: "7", limits: small_line(8);
     sse_parse_22_id_longer_than_line_limit_after_replacement: b"id: \xFF\xFF\xFF\n\ndata: a\n\n"
         => [line_too_long(8), msg("a")], limits: small_line(8);
     sse_parse_22_event_type_longer_than_line_limit_after_replacement: b"event:\xFF\xFF\xFF\xFF\ndata: a\n\ndata: b\n\n"
         => [line_too_long(10), msg("b")], limits: small_line(10);
-    sse_parse_22_long_unknown_field_is_too_long: long("foo:", 20, "\n\ndata: ok\n\n")
-        => [line_too_long(8), msg("ok")], limits: small_line(8);
+    sse_parse_22_long_ignored_field_costs_only_itself: long("foo:", 20, "\n\ndata: ok\n\n")
+        => [line_skipped(8), msg("ok")], limits: small_line(8);
+    sse_parse_22_long_nameless_line_costs_only_itself: b"data: a\nxxxxxxxxxxxxxxxxxxxx\ndata: b\n\n"
+        => [line_skipped(8), msg("a\nb")], limits: small_line(8);
+    sse_parse_22_long_name_that_only_starts_like_a_field_costs_only_itself: b"data: a\nretry1234567\ndata: b\n\ndata: ok\n\n"
+        => [line_skipped(8), msg("a\nb"), msg("ok")], limits: small_line(8);
+    sse_parse_22_tiny_limit_judges_by_the_bytes_it_has_seen: b"retrydata\n\ndata: x\n\n"
+        => [line_too_long(1), line_too_long(1)], limits: small_line(1);
     sse_parse_22_earlier_id_and_retry_stay_in_effect: b"id: 1\nretry: 5\ndata: 123456789\n\ndata: ok\n\n"
         => [Retry(5), line_too_long(8), msg_id("ok", "1")], last_id: "1", retry: 5, limits: small_line(8);
     sse_parse_22_fields_after_error_are_discarded: b"data: 123456789\nid: 2\nretry: 6\n: c\nevent: t\n\ndata: ok\n\n"
@@ -391,7 +403,7 @@ sse_vectors! {
     sse_parse_22_long_line_followed_by_eof_in_discard: b"data: 123456789\ndata: x\n"
         => [line_too_long(8)], limits: small_line(8);
     sse_parse_22_bom_prefix_at_eof_is_not_a_long_line: b"\xEF\xBB" => [], limits: small_line(1);
-    sse_parse_22_bom_prefix_line_counts_toward_limit: b"\xEF\xBB\n\xEF\xBB\n" => [line_too_long(1)], limits: small_line(1);
+    sse_parse_22_bom_prefix_line_counts_toward_limit: b"\xEF\xBB\n\xEF\xBB\n" => [line_skipped(1), line_skipped(1)], limits: small_line(1);
     sse_parse_22_long_line_after_bom: b"\xEF\xBB\xBFdata: 12\n\ndata: 123\n\n"
         => [msg("12"), line_too_long(8)], limits: small_line(8);
     sse_parse_22_event_at_limit_is_accepted: b"data: 1234\ndata: 567\n\n" => [msg("1234\n567")], limits: small_event(8);
@@ -479,12 +491,17 @@ fn sse_parse_3_cr_then_empty_chunks_then_lf() {
 #[test]
 fn sse_parse_3_lone_cr_at_chunk_end_dispatches_before_next_chunk() {
     let mut dec = Decoder::new(Limits::default());
-    dec.push_slice(b"data: a\r\r");
+    dec.push_slice(b"data: a\r\r").unwrap();
     // The blank line is complete at the second CR: no need to wait for the next byte.
-    let ev = dec.next_event().unwrap().expect("dispatched at the CR");
+    let ev = reference::next_event(&mut dec)
+        .unwrap()
+        .expect("dispatched at the CR");
     assert_eq!(ev.data(), "a");
-    dec.push_slice(b"\ndata: b\n\n");
-    assert_eq!(dec.next_event().unwrap().unwrap().data(), "b");
+    dec.push_slice(b"\ndata: b\n\n").unwrap();
+    assert_eq!(
+        reference::next_event(&mut dec).unwrap().unwrap().data(),
+        "b"
+    );
 }
 
 #[test]
@@ -531,23 +548,23 @@ fn sse_parse_1_multibyte_split_across_chunks() {
 #[test]
 fn sse_parse_14_last_event_id_is_level_triggered_mid_stream() {
     let mut dec = Decoder::new(Limits::default());
-    dec.push_slice(b"id: 1\n\nid: 2\ndata: x\n");
-    assert_eq!(dec.next_item(), Ok(None));
+    dec.push_slice(b"id: 1\n\nid: 2\ndata: x\n").unwrap();
+    assert_eq!(dec.poll_item(), Ok(None));
     assert_eq!(dec.last_event_id(), "1", "id 2 waits for its blank line");
-    dec.push_slice(b"\n");
-    assert!(matches!(dec.next_item(), Ok(Some(CoreItem::Event(ev))) if ev.id() == "2"));
+    dec.push_slice(b"\n").unwrap();
+    assert!(matches!(dec.poll_item(), Ok(Some(CoreItem::Event(ev))) if ev.id() == "2"));
     assert_eq!(dec.last_event_id(), "2");
     dec.finish();
-    assert_eq!(dec.next_item(), Ok(None));
+    assert_eq!(dec.poll_item(), Ok(None));
 }
 
 #[test]
 fn sse_parse_19_finish_drops_pending_id_and_data() {
     let mut dec = Decoder::new(Limits::default());
-    dec.push_slice(b"id: 1\n\nid: 2\ndata: x\n");
-    assert_eq!(dec.next_item(), Ok(None));
+    dec.push_slice(b"id: 1\n\nid: 2\ndata: x\n").unwrap();
+    assert_eq!(dec.poll_item(), Ok(None));
     dec.finish();
-    assert_eq!(dec.next_item(), Ok(None));
+    assert_eq!(dec.poll_item(), Ok(None));
     assert_eq!(dec.last_event_id(), "1");
     // The pending line, data and id buffer are all gone.
     assert_eq!(dec.buffered_len(), 0);
@@ -698,11 +715,11 @@ fn sse_enc_6_event_not_delivered_before_its_blank_line() {
     let bytes = encode_all(&[(EventFields::new().with_id(Id::new("1").unwrap()), "a\nb")]);
     assert!(bytes.ends_with(b"\n\n"));
     let mut dec = Decoder::new(Limits::default());
-    dec.push_slice(&bytes[..bytes.len() - 1]);
-    assert_eq!(dec.next_item(), Ok(None));
+    dec.push_slice(&bytes[..bytes.len() - 1]).unwrap();
+    assert_eq!(dec.poll_item(), Ok(None));
     assert_eq!(dec.last_event_id(), "");
-    dec.push_slice(&bytes[bytes.len() - 1..]);
-    let ev = dec.next_event().unwrap().unwrap();
+    dec.push_slice(&bytes[bytes.len() - 1..]).unwrap();
+    let ev = reference::next_event(&mut dec).unwrap().unwrap();
     assert_eq!((ev.data(), ev.id()), ("a\nb", "1"));
 }
 

@@ -34,41 +34,41 @@ use mcpwire::sse::{DecodeError, Decoder, Item, ItemRef, Limits};
 /// Why [`SseReader`] could not yield an item.
 #[non_exhaustive]
 #[derive(Debug)]
-pub enum ReadError {
+pub enum SseError {
     /// The underlying reader failed. The [`SseReader`] is still usable: the next call
     /// reads again, which is what a caller wants after `WouldBlock` or `TimedOut` from a
     /// socket with a read timeout. Most other errors are fatal for the stream.
-    Io(io::Error),
+    Transport(io::Error),
     /// The stream exceeded a decoder limit. The decoder has already recovered: the
     /// offending event is discarded and iteration continues with the next one.
     Decode(DecodeError),
 }
 
-impl fmt::Display for ReadError {
+impl fmt::Display for SseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Io(e) => write!(f, "reading the event stream failed: {e}"),
+            Self::Transport(e) => write!(f, "reading the event stream failed: {e}"),
             Self::Decode(e) => fmt::Display::fmt(e, f),
         }
     }
 }
 
-impl Error for ReadError {
+impl Error for SseError {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
-            Self::Io(e) => Some(e),
+            Self::Transport(e) => Some(e),
             Self::Decode(e) => Some(e),
         }
     }
 }
 
-impl From<io::Error> for ReadError {
+impl From<io::Error> for SseError {
     fn from(e: io::Error) -> Self {
-        Self::Io(e)
+        Self::Transport(e)
     }
 }
 
-impl From<DecodeError> for ReadError {
+impl From<DecodeError> for SseError {
     fn from(e: DecodeError) -> Self {
         Self::Decode(e)
     }
@@ -84,12 +84,12 @@ impl From<DecodeError> for ReadError {
 ///
 /// At end of input (`read` returns 0) the decoder is finished: an unterminated event is
 /// discarded (SSE-PARSE-19) and the iterator ends. `ErrorKind::Interrupted` is retried.
-/// Errors are yielded as items (see [`ReadError`]); after a decode error the iteration
+/// Errors are yielded as items (see [`SseError`]); after a decode error the iteration
 /// continues with the next event.
 ///
 /// For a driver that must act when the reader is about to block (flush its output, for
-/// instance), [`next_buffered`](Self::next_buffered) (or its borrowing twin
-/// [`next_buffered_ref`](Self::next_buffered_ref)) and [`read_chunk`](Self::read_chunk)
+/// instance), [`poll_item`](Self::poll_item) (or its borrowing twin
+/// [`poll_item_ref`](Self::poll_item_ref)) and [`read_chunk`](Self::read_chunk)
 /// are the two halves of `next`.
 #[derive(Debug)]
 pub struct SseReader<R> {
@@ -148,17 +148,17 @@ impl<R: Read> SseReader<R> {
     }
 
     /// The underlying reader.
-    pub fn reader(&self) -> &R {
+    pub fn get_ref(&self) -> &R {
         &self.reader
     }
 
     /// The underlying reader, mutably (reading from it directly skips those bytes).
-    pub fn reader_mut(&mut self) -> &mut R {
+    pub fn get_mut(&mut self) -> &mut R {
         &mut self.reader
     }
 
     /// Whether the input has ended: every item has been yielded once
-    /// [`next_buffered`](Self::next_buffered) returns `Ok(None)`.
+    /// [`poll_item`](Self::poll_item) returns `Ok(None)`.
     pub fn is_finished(&self) -> bool {
         self.decoder.is_finished()
     }
@@ -176,18 +176,20 @@ impl<R: Read> SseReader<R> {
     /// # Errors
     ///
     /// A limit error from the decoder, which has already recovered (see [`DecodeError`]).
-    pub fn next_buffered(&mut self) -> Result<Option<Item>, DecodeError> {
-        self.decoder.next_item()
+    #[must_use = "an item or an error is lost if the result is dropped"]
+    pub fn poll_item(&mut self) -> Result<Option<Item>, DecodeError> {
+        self.decoder.poll_item()
     }
 
-    /// Like [`next_buffered`](Self::next_buffered), but the item borrows from the
-    /// decoder ([`Decoder::next_item_ref`]): nothing is copied or reference-counted.
+    /// Like [`poll_item`](Self::poll_item), but the item borrows from the decoder
+    /// ([`Decoder::poll_item_ref`]): nothing is copied or reference-counted.
     ///
     /// # Errors
     ///
-    /// As [`next_buffered`](Self::next_buffered).
-    pub fn next_buffered_ref(&mut self) -> Result<Option<ItemRef<'_>>, DecodeError> {
-        self.decoder.next_item_ref()
+    /// As [`poll_item`](Self::poll_item).
+    #[must_use = "an item or an error is lost if the result is dropped"]
+    pub fn poll_item_ref(&mut self) -> Result<Option<ItemRef<'_>>, DecodeError> {
+        self.decoder.poll_item_ref()
     }
 
     /// Makes one `read` call (retrying `Interrupted`) and hands the bytes to the decoder;
@@ -220,25 +222,27 @@ impl<R: Read> SseReader<R> {
         } else {
             // `min` guards against a `Read` impl that reports more than it was given.
             let n = n.min(self.buf.len());
-            self.decoder.push(self.buf.split_to(n).freeze());
+            self.decoder.push(self.buf.split_to(n).freeze()).expect(
+                "the decoder is finished only at end of input, and nothing is read after it",
+            );
         }
         Ok(n)
     }
 }
 
 impl<R: Read> Iterator for SseReader<R> {
-    type Item = Result<Item, ReadError>;
+    type Item = Result<Item, SseError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            match self.next_buffered() {
+            match self.poll_item() {
                 Ok(Some(item)) => return Some(Ok(item)),
-                Err(e) => return Some(Err(ReadError::Decode(e))),
+                Err(e) => return Some(Err(SseError::Decode(e))),
                 Ok(None) if self.is_finished() => return None,
                 Ok(None) => {}
             }
             if let Err(e) = self.read_chunk() {
-                return Some(Err(ReadError::Io(e)));
+                return Some(Err(SseError::Transport(e)));
             }
         }
     }
@@ -399,7 +403,7 @@ mod tests {
             panic!("expected an event")
         };
         assert_eq!(e.data(), "first");
-        assert_eq!(reader.reader().reads, 1);
+        assert_eq!(reader.get_ref().reads, 1);
     }
 
     #[test]
@@ -414,7 +418,7 @@ mod tests {
         let Some(Err(err)) = reader.next() else {
             panic!("expected the io error")
         };
-        assert!(matches!(&err, ReadError::Io(e) if e.kind() == ErrorKind::TimedOut));
+        assert!(matches!(&err, SseError::Transport(e) if e.kind() == ErrorKind::TimedOut));
         assert!(err.to_string().contains("scripted failure"), "{err}");
         assert!(err.source().is_some());
         // The partial event survived the error.
@@ -432,7 +436,7 @@ mod tests {
         };
         assert!(matches!(
             err,
-            ReadError::Decode(DecodeError::LineTooLong { limit: 8 })
+            SseError::Decode(DecodeError::LineTooLong { limit: 8 })
         ));
         assert!(err.to_string().contains("max_line_len"), "{err}");
         assert!(matches!(reader.next(), Some(Ok(Item::Event(e))) if e.data() == "ok"));

@@ -210,7 +210,7 @@ fn drive<R: Read, W: Write>(
 ) -> Result<Status, Failure> {
     let mut status = Status::Ok;
     loop {
-        match reader.next_buffered_ref() {
+        match reader.poll_item_ref() {
             Ok(Some(ItemRef::Event(event))) => write_event(out, &event).map_err(Failure::Write)?,
             Ok(Some(ItemRef::Comment(_) | ItemRef::Retry(_))) => {}
             Err(e) => {

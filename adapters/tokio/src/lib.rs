@@ -91,7 +91,7 @@ fn drive<E>(
     mut fill: impl FnMut(&mut Decoder) -> Poll<Result<(), E>>,
 ) -> Poll<Option<Result<Item, SseError<E>>>> {
     loop {
-        match decoder.next_item() {
+        match decoder.poll_item() {
             Ok(Some(item)) => return Poll::Ready(Some(Ok(item))),
             Err(e) => return Poll::Ready(Some(Err(SseError::Decode(e)))),
             Ok(None) if decoder.is_finished() => return Poll::Ready(None),
@@ -101,6 +101,14 @@ fn drive<E>(
             return Poll::Ready(Some(Err(SseError::Transport(e))));
         }
     }
+}
+
+/// Hands a chunk to the decoder: `drive` asks for input only before the decoder is
+/// finished, so the push cannot be refused.
+fn push(decoder: &mut Decoder, chunk: Bytes) {
+    decoder
+        .push(chunk)
+        .expect("drive fills the decoder only before it is finished");
 }
 
 pin_project! {
@@ -149,8 +157,13 @@ impl<S> SseStream<S> {
     }
 
     /// The byte source.
-    pub fn inner(&self) -> &S {
+    pub fn get_ref(&self) -> &S {
         &self.source
+    }
+
+    /// The underlying source, mutably (what is taken from it directly is not decoded).
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.source
     }
 
     /// Returns the byte source; chunks received but not yet decoded are dropped.
@@ -170,7 +183,7 @@ where
         let mut source = this.source;
         drive(this.decoder, |decoder| {
             match ready!(source.as_mut().poll_next(cx)) {
-                Some(Ok(chunk)) => decoder.push(chunk),
+                Some(Ok(chunk)) => push(decoder, chunk),
                 Some(Err(e)) => return Poll::Ready(Err(e)),
                 None => decoder.finish(),
             }
@@ -197,7 +210,8 @@ pin_project! {
     /// A `text/event-stream` decoded from an HTTP body, such as hyper 1's
     /// `body::Incoming`.
     ///
-    /// Data frames are handed to the decoder without a copy; trailers frames are skipped.
+    /// The body's data is handed to the decoder without a copy; trailers are skipped.
+    /// (The body's `http_body::Frame`s are an HTTP-layer unit, not SSE frames.)
     /// When the body ends, the stream yields what is left and ends too.
     #[derive(Debug)]
     #[must_use = "streams do nothing unless polled"]
@@ -239,11 +253,16 @@ impl<B> SseBodyStream<B> {
     }
 
     /// The body.
-    pub fn inner(&self) -> &B {
+    pub fn get_ref(&self) -> &B {
         &self.body
     }
 
-    /// Returns the body; frames received but not yet decoded are dropped.
+    /// The underlying source, mutably (what is taken from it directly is not decoded).
+    pub fn get_mut(&mut self) -> &mut B {
+        &mut self.body
+    }
+
+    /// Returns the body; data received but not yet decoded is dropped.
     pub fn into_inner(self) -> B {
         self.body
     }
@@ -263,7 +282,7 @@ where
                 Some(Ok(frame)) => {
                     // Trailers (`Err(frame)`) carry no stream bytes.
                     if let Ok(data) = frame.into_data() {
-                        decoder.push(data);
+                        push(decoder, data);
                     }
                 }
                 Some(Err(e)) => return Poll::Ready(Err(e)),
@@ -349,8 +368,13 @@ impl<R> SseReader<R> {
     }
 
     /// The reader.
-    pub fn inner(&self) -> &R {
+    pub fn get_ref(&self) -> &R {
         &self.reader
+    }
+
+    /// The underlying source, mutably (what is taken from it directly is not decoded).
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.reader
     }
 
     /// Returns the reader; bytes read but not yet decoded are dropped.
@@ -387,7 +411,7 @@ impl<R: AsyncRead> Stream for SseReader<R> {
             if n == 0 {
                 decoder.finish();
             } else {
-                decoder.push(buf.split().freeze());
+                push(decoder, buf.split().freeze());
             }
             Poll::Ready(Ok(()))
         })

@@ -1,4 +1,4 @@
-//! Event ids: `<epoch>:<stream>:<seq>` in canonical lowercase hex (RESUME-2, RESUME-3).
+//! Event ids: `<epoch>:<ring>:<seq>` in canonical lowercase hex (RESUME-2, RESUME-3).
 
 use std::fmt;
 use std::ops::Deref;
@@ -6,10 +6,10 @@ use std::str::FromStr;
 
 use crate::sse;
 
-/// The lifetime of one set of stream and sequence counters, carried in every [`EventId`].
+/// The lifetime of one set of ring and sequence counters, carried in every [`EventId`].
 ///
-/// Two stores (or one store before and after a restart) that count streams and sequence
-/// numbers from zero would hand out the same `stream:seq` pairs; the epoch tells them
+/// Two stores (or one store before and after a restart) that count rings and sequence
+/// numbers from zero would hand out the same `ring:seq` pairs; the epoch tells them
 /// apart, so an id from before a restart is never mistaken for a current one. The core
 /// draws no randomness: the driver chooses the epoch, for example 64 random bits taken at
 /// start-up. A store whose counters survive a restart (a persistent store) keeps its epoch.
@@ -28,15 +28,19 @@ impl Epoch {
     }
 }
 
-/// One resumable SSE stream of a session, as numbered by its [`EventStore`](super::EventStore).
+/// The number of one replay ring: the replay record of one resumable SSE stream, as
+/// numbered by its [`EventStore`](super::EventStore).
 ///
-/// Stores allocate stream ids from one counter per [`Epoch`] and never reuse them, so an
-/// id of a dropped stream can never select a newer stream's messages (RESUME-6).
+/// The server has its own identity for every SSE stream it serves, resumable or not; a
+/// stream it serves with event ids maps to exactly one ring, and a stream without ids
+/// (the sessionless revision, or one the store refused) to none. Stores number rings from
+/// one counter per [`Epoch`] and never reuse a number, so an id of a dropped ring can
+/// never select a newer ring's messages (RESUME-6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct StreamId(u64);
+pub struct RingId(u64);
 
-impl StreamId {
-    /// A stream id with this value.
+impl RingId {
+    /// A ring id with this value.
     pub const fn new(value: u64) -> Self {
         Self(value)
     }
@@ -47,22 +51,22 @@ impl StreamId {
     }
 }
 
-impl fmt::Display for StreamId {
+impl fmt::Display for RingId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:x}", self.0)
     }
 }
 
-/// The id of one event of one stream: its [`Epoch`], [`StreamId`] and sequence number.
+/// The id of one event of one ring: its [`Epoch`], [`RingId`] and sequence number.
 ///
-/// A stream numbers its events 0, 1, 2, … with no holes, so the id alone names the stream
-/// to resume (RESUME-3) and the position to resume from, and ids are unique across every
-/// stream of a session (RESUME-2) and across restarts (the epoch). Clients treat the text
-/// as opaque (it is only echoed back in `Last-Event-ID`).
+/// A ring numbers its events 0, 1, 2, … with no holes, so the id alone names the ring
+/// (and so the stream) to resume (RESUME-3) and the position to resume from, and ids are
+/// unique across every stream of a session (RESUME-2) and across restarts (the epoch).
+/// Clients treat the text as opaque (it is only echoed back in `Last-Event-ID`).
 ///
 /// # Text form
 ///
-/// `<epoch>:<stream>:<seq>`, each field a `u64` in lowercase hexadecimal without leading
+/// `<epoch>:<ring>:<seq>`, each field a `u64` in lowercase hexadecimal without leading
 /// zeros (zero is `0`), for example `9c41d5e6b7a83f2a:1:2a`. The text is canonical: every
 /// id has exactly one text, and [`parse`](Self::parse) accepts only that text, so
 /// `parse(s)?.encode() == s`. It is ASCII, at most [`MAX_LEN`](Self::MAX_LEN) bytes, and
@@ -71,9 +75,9 @@ impl fmt::Display for StreamId {
 /// # Example
 ///
 /// ```
-/// use mcpwire::resume::{Epoch, EventId, StreamId};
+/// use mcpwire::resume::{Epoch, EventId, RingId};
 ///
-/// let id = EventId::new(Epoch::new(0x9c41), StreamId::new(1), 42);
+/// let id = EventId::new(Epoch::new(0x9c41), RingId::new(1), 42);
 /// let text = id.encode(); // on the stack: formatting never allocates
 /// assert_eq!(text.as_str(), "9c41:1:2a");
 /// assert_eq!(EventId::parse("9c41:1:2a")?, id);
@@ -83,7 +87,7 @@ impl fmt::Display for StreamId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EventId {
     epoch: Epoch,
-    stream: StreamId,
+    ring: RingId,
     seq: u64,
 }
 
@@ -94,9 +98,9 @@ impl EventId {
     /// The longest text form: three 16-digit fields and two separators.
     pub const MAX_LEN: usize = 3 * FIELD_MAX_DIGITS + 2;
 
-    /// The id of event `seq` of `stream` in `epoch`.
-    pub const fn new(epoch: Epoch, stream: StreamId, seq: u64) -> Self {
-        Self { epoch, stream, seq }
+    /// The id of event `seq` of `ring` in `epoch`.
+    pub const fn new(epoch: Epoch, ring: RingId, seq: u64) -> Self {
+        Self { epoch, ring, seq }
     }
 
     /// The epoch of the store that issued the id.
@@ -104,17 +108,17 @@ impl EventId {
         self.epoch
     }
 
-    /// The stream the event belongs to.
-    pub const fn stream(self) -> StreamId {
-        self.stream
+    /// The ring the event belongs to.
+    pub const fn ring(self) -> RingId {
+        self.ring
     }
 
-    /// The event's position in its stream, from 0.
+    /// The event's position in its ring, from 0.
     pub const fn seq(self) -> u64 {
         self.seq
     }
 
-    /// The id of event `seq` of the same stream.
+    /// The id of event `seq` of the same ring.
     pub(crate) const fn with_seq(self, seq: u64) -> Self {
         Self { seq, ..self }
     }
@@ -127,7 +131,7 @@ impl EventId {
         };
         buf.put_hex(self.epoch.0);
         buf.put_separator();
-        buf.put_hex(self.stream.0);
+        buf.put_hex(self.ring.0);
         buf.put_separator();
         buf.put_hex(self.seq);
         buf
@@ -159,7 +163,7 @@ impl EventId {
             return Err(EventIdError::TooLong { len: bytes.len() });
         }
         let mut fields = bytes.split(|&b| b == SEPARATOR);
-        let (Some(epoch), Some(stream), Some(seq), None) =
+        let (Some(epoch), Some(ring), Some(seq), None) =
             (fields.next(), fields.next(), fields.next(), fields.next())
         else {
             let found = 1 + memchr::memchr_iter(SEPARATOR, bytes).count();
@@ -167,7 +171,7 @@ impl EventId {
         };
         Ok(Self {
             epoch: Epoch(parse_hex("epoch", epoch)?),
-            stream: StreamId(parse_hex("stream", stream)?),
+            ring: RingId(parse_hex("ring", ring)?),
             seq: parse_hex("seq", seq)?,
         })
     }
@@ -315,24 +319,24 @@ pub enum EventIdError {
     },
     /// A field is empty.
     EmptyField {
-        /// Which field: `"epoch"`, `"stream"` or `"seq"`.
+        /// Which field: `"epoch"`, `"ring"` or `"seq"`.
         field: &'static str,
     },
     /// A field holds a byte that is not a lowercase hex digit.
     InvalidByte {
-        /// Which field: `"epoch"`, `"stream"` or `"seq"`.
+        /// Which field: `"epoch"`, `"ring"` or `"seq"`.
         field: &'static str,
         /// The offending byte.
         byte: u8,
     },
     /// A field has a leading zero (the text would not be canonical).
     LeadingZero {
-        /// Which field: `"epoch"`, `"stream"` or `"seq"`.
+        /// Which field: `"epoch"`, `"ring"` or `"seq"`.
         field: &'static str,
     },
     /// A field has more than 16 digits: it does not fit in a `u64`.
     Overflow {
-        /// Which field: `"epoch"`, `"stream"` or `"seq"`.
+        /// Which field: `"epoch"`, `"ring"` or `"seq"`.
         field: &'static str,
     },
 }
@@ -348,7 +352,7 @@ impl fmt::Display for EventIdError {
             ),
             Self::FieldCount { found } => write!(
                 f,
-                "event id has {found} fields; expected 3 (epoch:stream:seq)"
+                "event id has {found} fields; expected 3 (epoch:ring:seq)"
             ),
             Self::EmptyField { field } => write!(f, "event id {field} field is empty"),
             Self::InvalidByte { field, byte } => write!(
@@ -372,8 +376,8 @@ impl std::error::Error for EventIdError {}
 mod tests {
     use super::*;
 
-    fn id(epoch: u64, stream: u64, seq: u64) -> EventId {
-        EventId::new(Epoch::new(epoch), StreamId::new(stream), seq)
+    fn id(epoch: u64, ring: u64, seq: u64) -> EventId {
+        EventId::new(Epoch::new(epoch), RingId::new(ring), seq)
     }
 
     #[test]
@@ -410,7 +414,7 @@ mod tests {
             (b"0", FieldCount { found: 1 }),
             (b"0_0_0", FieldCount { found: 1 }),
             (b":0:0", EmptyField { field: "epoch" }),
-            (b"0::0", EmptyField { field: "stream" }),
+            (b"0::0", EmptyField { field: "ring" }),
             (b"0:0:", EmptyField { field: "seq" }),
             (
                 b"A:0:0",
@@ -450,12 +454,12 @@ mod tests {
             (
                 b"0:+1:0",
                 InvalidByte {
-                    field: "stream",
+                    field: "ring",
                     byte: b'+',
                 },
             ),
             (b"00:0:0", LeadingZero { field: "epoch" }),
-            (b"0:01:0", LeadingZero { field: "stream" }),
+            (b"0:01:0", LeadingZero { field: "ring" }),
             (b"0:0:10000000000000000", Overflow { field: "seq" }),
             (
                 b"0:0:0x1",

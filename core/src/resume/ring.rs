@@ -1,4 +1,4 @@
-//! The per-stream replay ring: a bounded, contiguous suffix of a stream's encoded frames.
+//! The replay ring: a bounded, contiguous suffix of one resumable stream's encoded frames.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -7,7 +7,7 @@ use bytes::{Bytes, BytesMut};
 
 use crate::sse;
 
-use super::{Epoch, EventId, StoreError, StreamId};
+use super::{Epoch, EventId, RingId, StoreError};
 
 /// Bounds on what one [`ReplayRing`] retains.
 ///
@@ -93,28 +93,33 @@ impl Default for RingLimits {
     }
 }
 
-/// The encoded frames of one stream, kept for replay (RESUME-5), bounded by [`RingLimits`].
+/// The replay record of one resumable SSE stream: its encoded frames, kept for replay
+/// (RESUME-5), bounded by [`RingLimits`].
 ///
-/// The ring issues the stream's event ids in order, 0, 1, 2, …, and retains the frames
-/// exactly as they were written to the socket (`Bytes`, shared, so a replay re-encodes and
-/// copies nothing). What it retains is always a contiguous run of the newest frames, so
+/// A frame is the encoded `Bytes` of one SSE event. The ring issues the stream's event ids
+/// in order, 0, 1, 2, …, and retains the frames exactly as they were written to the socket
+/// (`Bytes`, shared, so a replay re-encodes and copies nothing). What it retains is always
+/// a contiguous run of the newest frames, so
 /// [`replay_after`](Self::replay_after) finds an id's successor by subtraction, in O(1)
 /// whatever the number of retained frames, and knows exactly how many frames a client
 /// missed when its id fell out of the ring. Append is amortised O(1) (each frame is
 /// evicted once) and allocates nothing once the ring has grown to its steady size.
 ///
 /// Time is an argument (`now`); the ring reads no clock and treats time as monotonic:
-/// an earlier `now` than one seen before counts as that later one.
+/// an earlier `now` than one seen before counts as that later one. With an age limit,
+/// [`poll_timeout`](Self::poll_timeout) is when the oldest frame expires and
+/// [`handle_timeout`](Self::handle_timeout) drops it, as every time-driven type in this
+/// crate says it.
 ///
 /// # Example
 ///
 /// ```
 /// use std::time::Instant;
 /// use bytes::BytesMut;
-/// use mcpwire::resume::{Epoch, Replay, ReplayRing, RingLimits, StreamId};
+/// use mcpwire::resume::{Epoch, Replay, ReplayRing, RingId, RingLimits};
 /// use mcpwire::sse::{Encoder, EventFields};
 ///
-/// let mut ring = ReplayRing::new(Epoch::new(7), StreamId::new(1), RingLimits::new());
+/// let mut ring = ReplayRing::new(Epoch::new(7), RingId::new(1), RingLimits::new());
 /// let (now, enc, mut buf) = (Instant::now(), Encoder::new(), BytesMut::new());
 /// // The ring hands out the next id; the frame is encoded with it, retained, and returned
 /// // for the socket.
@@ -135,7 +140,7 @@ impl Default for RingLimits {
 #[derive(Debug)]
 pub struct ReplayRing {
     epoch: Epoch,
-    stream: StreamId,
+    ring: RingId,
     limits: RingLimits,
     /// The retained frames, oldest first.
     /// INVARIANT: `frames[i]` is event `next_seq - frames.len() + i`: a contiguous suffix of
@@ -144,6 +149,11 @@ pub struct ReplayRing {
     /// INVARIANT: when `limits.max_age` is set, `times[i]` is when `frames[i]` was
     /// appended (non-decreasing); otherwise `times` is empty.
     times: VecDeque<Instant>,
+    /// INVARIANT: in a ring of a [`MemoryStore`](super::MemoryStore), `stamps[i]` is the
+    /// store-wide append stamp of `frames[i]` (increasing), which orders the frames of all
+    /// the store's rings oldest first for its byte budget; in a ring used alone (whose
+    /// appends never carry a stamp) `stamps` is empty.
+    stamps: VecDeque<u64>,
     /// The sequence number of the next frame. INVARIANT: only grows.
     next_seq: u64,
     /// INVARIANT: the sum of `frames[i].len()`, and `bytes <= limits.max_bytes`.
@@ -153,15 +163,16 @@ pub struct ReplayRing {
 }
 
 impl ReplayRing {
-    /// An empty ring for `stream`; its first frame will be event 0. Allocates nothing
+    /// An empty ring numbered `ring`; its first frame will be event 0. Allocates nothing
     /// until the first append.
-    pub fn new(epoch: Epoch, stream: StreamId, limits: RingLimits) -> Self {
+    pub fn new(epoch: Epoch, ring: RingId, limits: RingLimits) -> Self {
         Self {
             epoch,
-            stream,
+            ring,
             limits,
             frames: VecDeque::new(),
             times: VecDeque::new(),
+            stamps: VecDeque::new(),
             next_seq: 0,
             bytes: 0,
             last_now: None,
@@ -173,9 +184,9 @@ impl ReplayRing {
         self.epoch
     }
 
-    /// The stream in the ring's ids.
-    pub fn stream(&self) -> StreamId {
-        self.stream
+    /// The ring's number, in its ids.
+    pub fn ring_id(&self) -> RingId {
+        self.ring
     }
 
     /// The ring's limits.
@@ -185,7 +196,7 @@ impl ReplayRing {
 
     /// The id the next appended frame must carry.
     pub fn next_id(&self) -> EventId {
-        EventId::new(self.epoch, self.stream, self.next_seq)
+        EventId::new(self.epoch, self.ring, self.next_seq)
     }
 
     /// The newest id issued, retained or not; `None` before the first append.
@@ -232,6 +243,30 @@ impl ReplayRing {
     /// [`StoreError::OutOfOrder`] if `id` is not the next id (nothing changes);
     /// [`StoreError::Exhausted`] once `u64::MAX` ids were issued.
     pub fn append(&mut self, now: Instant, id: EventId, frame: Bytes) -> Result<(), StoreError> {
+        if let Some(at) = self.admit(now, id, frame.len(), usize::MAX)? {
+            self.push(at, frame, None);
+        }
+        Ok(())
+    }
+
+    /// The first half of an append of a frame of `len` bytes as event `id`: checks the id,
+    /// expires, issues the id, and makes room in this ring by its own limits. Returns when
+    /// the frame was appended (time made monotonic) if it is to be retained, for
+    /// [`push`](Self::push); `None` if it is not (then nothing before it is either: the
+    /// ring is empty). A frame longer than `budget` (the store's byte budget, or
+    /// `usize::MAX`) is not retained either. Between the two halves a store may evict
+    /// frames of other rings to stay within its budget.
+    ///
+    /// # Errors
+    ///
+    /// As for [`append`](Self::append); nothing changes then.
+    pub(crate) fn admit(
+        &mut self,
+        now: Instant,
+        id: EventId,
+        len: usize,
+        budget: usize,
+    ) -> Result<Option<Instant>, StoreError> {
         let expected = self.next_id();
         if id != expected {
             return Err(StoreError::OutOfOrder { expected, got: id });
@@ -240,8 +275,7 @@ impl ReplayRing {
         let now = self.clock(now);
         self.expire_at(now);
         self.next_seq = next_seq;
-        let len = frame.len();
-        if len > self.limits.max_bytes
+        if len > self.limits.max_bytes.min(budget)
             || self.limits.max_events == 0
             || self.limits.max_age == Some(Duration::ZERO)
         {
@@ -249,24 +283,33 @@ impl ReplayRing {
             // client, which would miss this one anyway.
             self.frames.clear();
             self.times.clear();
+            self.stamps.clear();
             self.bytes = 0;
-            return Ok(());
+            return Ok(None);
         }
         // Evict before pushing, so the deque never holds more than `max_events` frames and
         // its capacity stops growing.
         while self.frames.len() >= self.limits.max_events
             || self.limits.max_bytes - self.bytes < len
         {
-            if !self.pop_front() {
+            if self.pop_front().is_none() {
                 break;
             }
         }
+        Ok(Some(now))
+    }
+
+    /// The second half of an append: retains `frame`, appended `at` (from
+    /// [`admit`](Self::admit), which made room for it), with its store-wide `stamp`.
+    pub(crate) fn push(&mut self, at: Instant, frame: Bytes, stamp: Option<u64>) {
+        self.bytes += frame.len();
         self.frames.push_back(frame);
         if self.limits.max_age.is_some() {
-            self.times.push_back(now);
+            self.times.push_back(at);
         }
-        self.bytes += len;
-        Ok(())
+        if let Some(stamp) = stamp {
+            self.stamps.push_back(stamp);
+        }
     }
 
     /// Encodes the next frame with its id and retains it: `encode` gets the id as an SSE
@@ -283,26 +326,28 @@ impl ReplayRing {
         buf: &mut BytesMut,
         encode: impl FnOnce(sse::Id<'_>, &mut BytesMut),
     ) -> Result<(EventId, Bytes), StoreError> {
-        if self.next_seq == u64::MAX {
-            return Err(StoreError::Exhausted);
-        }
         let id = self.next_id();
-        let frame = encode_frame(id, buf, encode);
+        let frame = encode_frame(id, buf, encode)?;
         self.append(now, id, frame.clone())?;
         Ok((id, frame))
     }
 
-    /// Drops the frames older than `max_age` (none if it is not set); returns how many.
+    /// Drops the frames that reached `max_age` by `now` (none if it is not set); returns
+    /// how many.
     ///
-    /// Appends and replays expire too, so calling this is only needed to free memory
-    /// of an idle stream, at [`next_expiry`](Self::next_expiry).
-    pub fn expire(&mut self, now: Instant) -> usize {
+    /// Appends and replays expire too, so calling this is only needed to free the memory
+    /// of an idle stream, at [`poll_timeout`](Self::poll_timeout). Calling it earlier is a
+    /// no-op: it drops nothing (it only records `now` as the latest time seen).
+    pub fn handle_timeout(&mut self, now: Instant) -> usize {
         let now = self.clock(now);
         self.expire_at(now)
     }
 
-    /// When the oldest retained frame expires; `None` without an age limit or frames.
-    pub fn next_expiry(&self) -> Option<Instant> {
+    /// When the oldest retained frame expires, the next time
+    /// [`handle_timeout`](Self::handle_timeout) has work; `None` without an age limit or
+    /// frames.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
         let at = *self.times.front()?;
         at.checked_add(self.limits.max_age?)
     }
@@ -312,7 +357,7 @@ impl ReplayRing {
     /// frames it drops), then locates in O(1); allocates nothing. See [`Replay`] for the
     /// answers.
     pub fn replay_after(&mut self, now: Instant, after: EventId) -> Replay<'_> {
-        self.expire(now);
+        self.handle_timeout(now);
         self.locate(after)
     }
 
@@ -323,7 +368,7 @@ impl ReplayRing {
     }
 
     fn id(&self, seq: u64) -> EventId {
-        EventId::new(self.epoch, self.stream, seq)
+        EventId::new(self.epoch, self.ring, seq)
     }
 
     /// The sequence number of the oldest retained frame (`next_seq` if none).
@@ -347,7 +392,7 @@ impl ReplayRing {
         };
         let mut expired = 0;
         while let Some(&at) = self.times.front() {
-            if now.saturating_duration_since(at) < max_age || !self.pop_front() {
+            if now.saturating_duration_since(at) < max_age || self.pop_front().is_none() {
                 break;
             }
             expired += 1;
@@ -355,23 +400,39 @@ impl ReplayRing {
         expired
     }
 
-    /// Evicts the oldest frame; false if there is none.
-    fn pop_front(&mut self) -> bool {
-        let Some(frame) = self.frames.pop_front() else {
-            return false;
-        };
+    /// The store-wide stamp of the oldest retained frame; `None` if nothing is retained
+    /// or the ring is used alone.
+    pub(crate) fn front_stamp(&self) -> Option<u64> {
+        self.stamps.front().copied()
+    }
+
+    /// Evicts the oldest frame and returns its length; `None` if there is none. The
+    /// retained frames stay a contiguous suffix, so a resume from before the evicted frame
+    /// is an exact [`Replay::Gap`].
+    pub(crate) fn pop_front(&mut self) -> Option<usize> {
+        let frame = self.frames.pop_front()?;
         self.times.pop_front();
+        self.stamps.pop_front();
         self.bytes -= frame.len();
-        true
+        Some(frame.len())
     }
 }
 
-/// Runs `encode` with `id` as an SSE id into `buf` and splits off what it appended.
+/// Runs `encode` with `id` (a ring's next id) as an SSE id into `buf` and splits off what
+/// it appended: the one encode step of every `append_with`.
+///
+/// # Errors
+///
+/// [`StoreError::Exhausted`] if `id` is the one id a ring cannot issue (sequence
+/// `u64::MAX`: its successor would not exist); `encode` is not called.
 pub(crate) fn encode_frame(
     id: EventId,
     buf: &mut BytesMut,
     encode: impl FnOnce(sse::Id<'_>, &mut BytesMut),
-) -> Bytes {
+) -> Result<Bytes, StoreError> {
+    if id.seq() == u64::MAX {
+        return Err(StoreError::Exhausted);
+    }
     let text = id.encode();
     let start = buf.len();
     encode(text.sse_id(), buf);
@@ -383,7 +444,7 @@ pub(crate) fn encode_frame(
     } else {
         buf.split_off(start)
     };
-    frame.freeze()
+    Ok(frame.freeze())
 }
 
 /// What a store answers a client that resumes after an id (RESUME-5, RESUME-6).
@@ -408,11 +469,12 @@ pub enum Replay<'a> {
         /// The frames retained after those, up to the newest (possibly none).
         retained: Frames<'a>,
     },
-    /// The id names no stream of this session in this store: another session's or a
-    /// dropped stream, another epoch (before a restart), or a stream never opened. Its
-    /// messages are never replayed (RESUME-6); TRANSPORT.md §14.3 suggests 400, not 404.
-    UnknownStream,
-    /// The id names this stream but a frame it never issued (ahead of the newest): a
+    /// The id names no ring (no resumable stream) of this session in this store: another
+    /// session's or a dropped ring, another epoch (before a restart), or a ring never
+    /// opened. Its messages are never replayed (RESUME-6); TRANSPORT.md §14.3 suggests
+    /// 400, not 404.
+    UnknownRing,
+    /// The id names this ring but a frame it never issued (ahead of the newest): a
     /// forged or corrupted id. Not "up to date", which would hide the mismatch.
     NotIssued,
     /// The store cannot answer now: its frames are in another process and the driver must
@@ -425,21 +487,21 @@ impl<'a> Replay<'a> {
     /// The answer for a replay after `after`, from frames a driver fetched from another
     /// process: the rules of [`ReplayRing::replay_after`] applied to that window.
     ///
-    /// `frames` are consecutive events of one stream, oldest first, the first being
+    /// `frames` are consecutive events of one ring, oldest first, the first being
     /// `first`, and the window is taken to end at the newest frame the driver could see:
-    /// the stream's next id is `first` plus `frames.len()`. With no frames, `first` is
-    /// the stream's next id. The driver guarantees the run has no holes: if a write was
+    /// the ring's next id is `first` plus `frames.len()`. With no frames, `first` is
+    /// the ring's next id. The driver guarantees the run has no holes: if a write was
     /// lost (the store holds 5, 6 and 8), it passes only what follows the hole (8, with
     /// `first` = 8), and the answer is then an exact [`Gap`](Self::Gap). A window that
-    /// stops short of the stream's newest frame (a paged fetch, or writes still in
+    /// stops short of the ring's newest frame (a paged fetch, or writes still in
     /// flight) is answered as far as it goes; the client resumes again after its newest
     /// id for the rest (see the [module docs](super#stores-in-another-process)).
     ///
     /// ```
     /// use bytes::Bytes;
-    /// use mcpwire::resume::{Epoch, EventId, Replay, StreamId};
+    /// use mcpwire::resume::{Epoch, EventId, Replay, RingId};
     ///
-    /// let id = |seq| EventId::new(Epoch::new(1), StreamId::new(2), seq);
+    /// let id = |seq| EventId::new(Epoch::new(1), RingId::new(2), seq);
     /// // Events 5..=7 were fetched.
     /// let fetched = [Bytes::from("five"), Bytes::from("six"), Bytes::from("seven")];
     /// let Replay::Frames(frames) = Replay::from_window(id(5), id(5), &fetched) else { panic!() };
@@ -458,8 +520,8 @@ impl<'a> Replay<'a> {
     /// `head` then `tail` are the retained frames: a contiguous run ending at event
     /// `next.seq() - 1`, with `head.len() + tail.len() <= next.seq()`.
     fn classify(after: EventId, next: EventId, head: &'a [Bytes], tail: &'a [Bytes]) -> Self {
-        if after.epoch() != next.epoch() || after.stream() != next.stream() {
-            return Self::UnknownStream;
+        if after.epoch() != next.epoch() || after.ring() != next.ring() {
+            return Self::UnknownRing;
         }
         if after.seq() >= next.seq() {
             return Self::NotIssued;
@@ -581,14 +643,14 @@ mod tests {
     use super::*;
 
     const EPOCH: Epoch = Epoch::new(0xe);
-    const STREAM: StreamId = StreamId::new(3);
+    const RING: RingId = RingId::new(3);
 
     fn id(seq: u64) -> EventId {
-        EventId::new(EPOCH, STREAM, seq)
+        EventId::new(EPOCH, RING, seq)
     }
 
     fn ring(limits: RingLimits) -> ReplayRing {
-        ReplayRing::new(EPOCH, STREAM, limits)
+        ReplayRing::new(EPOCH, RING, limits)
     }
 
     /// Appends frames of the given lengths (each filled with its seq's low byte).
@@ -625,14 +687,14 @@ mod tests {
     }
 
     #[test]
-    fn resume_6_ids_of_another_stream_or_epoch_are_unknown() {
+    fn resume_6_ids_of_another_ring_or_epoch_are_unknown() {
         let now = Instant::now();
         let mut r = ring(RingLimits::new());
         fill(&mut r, now, &[1, 1]);
-        let other_stream = EventId::new(EPOCH, StreamId::new(4), 0);
-        let other_epoch = EventId::new(Epoch::new(0xf), STREAM, 0);
-        assert_eq!(r.replay_after(now, other_stream), Replay::UnknownStream);
-        assert_eq!(r.replay_after(now, other_epoch), Replay::UnknownStream);
+        let other_ring = EventId::new(EPOCH, RingId::new(4), 0);
+        let other_epoch = EventId::new(Epoch::new(0xf), RING, 0);
+        assert_eq!(r.replay_after(now, other_ring), Replay::UnknownRing);
+        assert_eq!(r.replay_after(now, other_epoch), Replay::UnknownRing);
     }
 
     #[test]
@@ -702,10 +764,14 @@ mod tests {
         let mut r = ring(RingLimits::new().with_max_age(Some(age)));
         fill(&mut r, t0, &[1]);
         fill(&mut r, t0 + Duration::from_secs(5), &[1]);
-        assert_eq!(r.next_expiry(), Some(t0 + age));
-        assert_eq!(r.expire(t0 + Duration::from_secs(9)), 0);
-        assert_eq!(r.expire(t0 + age), 1);
-        assert_eq!(r.next_expiry(), Some(t0 + Duration::from_secs(15)));
+        assert_eq!(r.poll_timeout(), Some(t0 + age));
+        assert_eq!(
+            r.handle_timeout(t0 + Duration::from_secs(9)),
+            0,
+            "early: a no-op"
+        );
+        assert_eq!(r.handle_timeout(t0 + age), 1);
+        assert_eq!(r.poll_timeout(), Some(t0 + Duration::from_secs(15)));
         // An earlier `now` counts as the latest one seen (t0 + 10 s): frame 2 is appended
         // then, and expires at t0 + 20 s, not at t0 + 10 s.
         fill(&mut r, t0, &[1]);
@@ -715,7 +781,7 @@ mod tests {
         };
         assert_eq!(seqs(frames), [2]);
         assert_eq!(r.len(), 1);
-        assert_eq!(r.next_expiry(), Some(t0 + Duration::from_secs(20)));
+        assert_eq!(r.poll_timeout(), Some(t0 + Duration::from_secs(20)));
         assert!(matches!(
             r.replay_after(t0, id(0)),
             Replay::Gap { missed: 1, .. }
@@ -732,7 +798,7 @@ mod tests {
         let now = Instant::now();
         let mut r = ring(RingLimits::new());
         fill(&mut r, now, &[1]);
-        for wrong in [id(0), id(2), EventId::new(EPOCH, StreamId::new(9), 1)] {
+        for wrong in [id(0), id(2), EventId::new(EPOCH, RingId::new(9), 1)] {
             assert_eq!(
                 r.append(now, wrong, Bytes::new()),
                 Err(StoreError::OutOfOrder {

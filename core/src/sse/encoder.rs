@@ -156,6 +156,9 @@ fn single_line<'a>(field: &'static str, value: &'a str) -> Result<&'a str, Encod
 /// frame ([`Encoder::encode_event_with`]). "Frame" in this crate always means the encoded
 /// bytes of one event, comment or `retry` block, as written to the socket and retained
 /// for replay; an `EventFields` is what goes into one.
+///
+/// The fields are public and the struct is exhaustive on purpose: WHATWG defines exactly
+/// these three fields besides `data`, so it will not grow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct EventFields<'a> {
     /// The `id` field, if any.

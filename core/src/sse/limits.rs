@@ -4,7 +4,8 @@
 ///
 /// The WHATWG algorithm sets no limit; a peer could otherwise make the decoder grow
 /// without bound with one endless line or one endless event. Exceeding a limit yields a
-/// [`DecodeError`](super::DecodeError) and the offending event is discarded. What the
+/// [`DecodeError`](super::DecodeError), which says what is dropped: the offending event,
+/// or only the offending line when it is a comment or an ignored field. What the
 /// decoder holds ([`Decoder::buffered_len`](super::Decoder::buffered_len)) stays within
 /// `max_event_len + 3 × max_line_len` (partial line, data, event type, id), plus the
 /// input the caller has pushed and not yet drained.
@@ -36,6 +37,7 @@ impl Limits {
     }
 
     /// Sets the longest line accepted, in bytes, without its line end.
+    #[must_use]
     pub const fn with_max_line_len(mut self, bytes: usize) -> Self {
         self.max_line_len = bytes;
         self
@@ -43,6 +45,7 @@ impl Limits {
 
     /// Sets the largest event data accepted, in bytes: the `data` values joined with LF
     /// (after UTF-8 replacement).
+    #[must_use]
     pub const fn with_max_event_len(mut self, bytes: usize) -> Self {
         self.max_event_len = bytes;
         self

@@ -10,7 +10,7 @@
 //! is ignored and a huge one saturates (§14.10).
 //!
 //! [`run`] and [`run_with`] drive mcpwire's decoder over a list of chunks (by `push` or
-//! `push_slice`, pulling with `next_item` or `next_item_ref`) and convert its output into
+//! `push_slice`, pulling with `poll_item` or `poll_item_ref`) and convert its output into
 //! the same [`Outcome`], so unit tests, property tests and fuzz targets can compare the
 //! two with `==`.
 
@@ -193,7 +193,11 @@ pub fn split_byte_lines(bytes: &[u8]) -> (Vec<&[u8]>, &[u8]) {
 ///   `max_line_len` once decoded (UTF-8 replacement can triple invalid bytes);
 /// - event data (the `data` values joined with LF, decoded) longer than `max_event_len` is
 ///   `EventTooLarge`;
-/// - an error is reported once; the event's data and type are dropped and its remaining
+/// - but a too-long line that holds nothing of its event, judged by its first
+///   `min(max_line_len + 1, 6)` bytes (a comment, or a field name that is none of `data`,
+///   `event`, `id`, `retry` and no prefix of one), is `LineSkipped`: only that line is
+///   dropped;
+/// - any other error is reported once; the event's data and type are dropped and its remaining
 ///   lines skipped (comments and `retry` too) up to its blank line, which then runs the
 ///   dispatch step on the emptied buffers (so an `id` read before the error takes
 ///   effect); an over-long unterminated last line is reported too (the decoder cannot
@@ -218,9 +222,7 @@ pub fn decode_limited(input: &[u8], limits: Limits) -> Outcome {
             continue;
         }
         if raw.len() > limits.max_line_len() {
-            state.fail(DecodeError::LineTooLong {
-                limit: limits.max_line_len(),
-            });
+            state.too_long(raw, limits.max_line_len());
             continue;
         }
         state.process_line(&String::from_utf8_lossy(raw));
@@ -229,9 +231,7 @@ pub fn decode_limited(input: &[u8], limits: Limits) -> Outcome {
     // known to be a line at all, so the decoder has nothing to report for it.
     let undecided_bom = input.len() < 3 && b"\xEF\xBB\xBF".starts_with(input);
     if !state.discarding && !undecided_bom && unterminated.len() > limits.max_line_len() {
-        state.fail(DecodeError::LineTooLong {
-            limit: limits.max_line_len(),
-        });
+        state.too_long(unterminated, limits.max_line_len());
     }
     Outcome {
         items: state.items,
@@ -356,6 +356,25 @@ impl State {
         }
     }
 
+    /// [`decode_limited`] only: a line longer than `limit`: skipped alone if what the
+    /// decoder has seen of it (its first `limit + 1` bytes, at most 6) shows a comment or
+    /// an ignored field, else the event is discarded.
+    fn too_long(&mut self, raw: &[u8], limit: usize) {
+        let seen = &raw[..raw.len().min(limit.saturating_add(1)).min(6)];
+        let names: [&[u8]; 4] = [b"data", b"event", b"id", b"retry"];
+        let ignored = match seen.iter().position(|&b| b == b':') {
+            Some(0) => true,
+            Some(colon) => !names.iter().any(|name| *name == &seen[..colon]),
+            None => !names.iter().any(|name| name.starts_with(seen)),
+        };
+        if ignored {
+            self.items
+                .push(Item::Error(DecodeError::LineSkipped { limit }));
+        } else {
+            self.fail(DecodeError::LineTooLong { limit });
+        }
+    }
+
     /// [`decode_limited`] only: reports `e` and discards the rest of the event.
     fn fail(&mut self, e: DecodeError) {
         self.items.push(Item::Error(e));
@@ -435,9 +454,9 @@ pub enum Drain {
 /// How [`run_with`] pulls items out of mcpwire's decoder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pull {
-    /// `Decoder::next_item` (owned items sharing the input's memory).
+    /// `Decoder::poll_item` (owned items sharing the input's memory).
     Owned,
-    /// `Decoder::next_item_ref` (items borrowed from the decoder), read through the
+    /// `Decoder::poll_item_ref` (items borrowed from the decoder), read through the
     /// borrowed accessors; each is also checked to equal its `ItemRef::to_item`.
     Borrowed,
 }
@@ -448,7 +467,7 @@ pub enum Pull {
 ///
 /// Also checks API invariants on the way, panicking if they break: `buffered_len` never
 /// exceeds `max_event_len + 3 * max_line_len`; `finish` changes neither `last_event_id` nor
-/// `retry`; and `next_item` keeps returning `Ok(None)` after the stream is over.
+/// `retry`; and `poll_item` keeps returning `Ok(None)` after the stream is over.
 pub fn run<C: AsRef<[u8]>>(limits: Limits, chunks: &[C], feed: Feed, drain: Drain) -> Outcome {
     run_with(limits, chunks, feed, drain, Pull::Owned)
 }
@@ -471,9 +490,9 @@ pub fn run_with<C: AsRef<[u8]>>(
             Feed::Mixed => i % 2 == 0,
         };
         if by_bytes {
-            dec.push(Bytes::copy_from_slice(chunk));
+            dec.push(Bytes::copy_from_slice(chunk)).unwrap();
         } else {
-            dec.push_slice(chunk);
+            dec.push_slice(chunk).unwrap();
         }
         if drain == Drain::EachChunk {
             drain_with(&mut dec, &mut items, pull);
@@ -486,12 +505,12 @@ pub fn run_with<C: AsRef<[u8]>>(
     dec.finish();
     drain_with(&mut dec, &mut items, pull);
     assert_eq!(
-        dec.next_item(),
+        dec.poll_item(),
         Ok(None),
         "decoder yielded after end of stream"
     );
     assert!(
-        matches!(dec.next_item_ref(), Ok(None)),
+        matches!(dec.poll_item_ref(), Ok(None)),
         "decoder yielded after end of stream"
     );
     assert_eq!(
@@ -506,12 +525,28 @@ pub fn run_with<C: AsRef<[u8]>>(
     }
 }
 
+/// The next event from `dec`, skipping comments and `retry` items; `Ok(None)` when the
+/// decoder needs input.
+///
+/// # Errors
+///
+/// A limit error from the decoder.
+pub fn next_event(dec: &mut Decoder) -> Result<Option<mcpwire::sse::Event>, DecodeError> {
+    loop {
+        match dec.poll_item()? {
+            Some(mcpwire::sse::Item::Event(event)) => return Ok(Some(event)),
+            Some(_) => {}
+            None => return Ok(None),
+        }
+    }
+}
+
 /// Runs mcpwire's decoder with default limits over `input` pushed as one `Bytes`.
 pub fn run_whole(input: &[u8]) -> Outcome {
     run(Limits::default(), &[input], Feed::Bytes, Drain::EachChunk)
 }
 
-/// Drains `dec` with `next_item` until it returns `Ok(None)`, converting every item and
+/// Drains `dec` with `poll_item` until it returns `Ok(None)`, converting every item and
 /// error.
 pub fn drain_into(dec: &mut Decoder, items: &mut Vec<Item>) {
     drain_with(dec, items, Pull::Owned);
@@ -527,8 +562,8 @@ pub fn drain_with(dec: &mut Decoder, items: &mut Vec<Item>, pull: Pull) {
         .saturating_add(limits.max_line_len().saturating_mul(3));
     loop {
         let next = match pull {
-            Pull::Owned => dec.next_item().map(|item| item.map(convert)),
-            Pull::Borrowed => dec.next_item_ref().map(|item| item.map(convert_ref)),
+            Pull::Owned => dec.poll_item().map(|item| item.map(convert)),
+            Pull::Borrowed => dec.poll_item_ref().map(|item| item.map(convert_ref)),
         };
         assert!(
             dec.buffered_len() <= bound,

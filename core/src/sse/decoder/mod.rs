@@ -1,0 +1,364 @@
+//! The `text/event-stream` decoder: WHATWG HTML §9.2.5–9.2.6, sans-IO and zero-copy.
+//!
+//! - `mod.rs`: [`Decoder`], its input (`push`, `finish`), its pull (`poll_item`,
+//!   `poll_item_ref`) and its [`Mode`];
+//! - `lines.rs`: splitting the input into lines: the in-chunk hot loop, lines carried
+//!   across chunks, the BOM, skipping after a limit error (§9.2.5);
+//! - `fields.rs`: interpreting one line: the field buffers and the dispatch step
+//!   (§9.2.6);
+//! - `item.rs`: what the decoder hands out; `error.rs`: its errors.
+
+mod error;
+mod fields;
+mod item;
+mod lines;
+#[cfg(test)]
+mod tests;
+
+pub use error::{DecodeError, FinishedError};
+pub use item::{Event, EventRef, Item, ItemRef};
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+
+use super::Limits;
+use super::line_end::LineEnds;
+use crate::utf8::{Chunk, LineBuf};
+use fields::{Data, Fields, Step, in_chunk};
+
+/// Where the decoder is in the stream: what the next input byte means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// At stream start, `matched` bytes of a byte order mark seen so far (SSE-PARSE-2).
+    Bom { matched: u8 },
+    /// At the start of a line: lines are read in place from the front chunk.
+    Lines,
+    /// Inside a line that started in an earlier chunk: its start is in `line`.
+    /// INVARIANT: `line` is non-empty exactly in this mode.
+    Carrying,
+    /// After a limit error that discards the event: lines are skipped up to the blank line
+    /// that ends it. `in_line`: the current skipped line has at least one byte.
+    DiscardingEvent { in_line: bool },
+    /// After a too-long line that holds nothing of the event (a comment, an ignored
+    /// field): the rest of that line is skipped.
+    SkippingLine,
+    /// The input is finished and consumed: the unterminated line and event were dropped
+    /// (SSE-PARSE-19).
+    Ended,
+}
+
+/// A sans-IO `text/event-stream` decoder.
+///
+/// Feed it the bytes of one HTTP response body with [`push`](Self::push) (zero-copy) or
+/// [`push_slice`](Self::push_slice), call [`finish`](Self::finish) at end of body, and pull
+/// with [`poll_item`](Self::poll_item) until it returns `Ok(None)` ("need more input").
+/// The decoder never does IO and never panics on input.
+///
+/// There are two pulls, one for each kind of caller:
+///
+/// - [`poll_item`](Self::poll_item) gives an owned [`Item`]: use it by default. Its text
+///   shares the pushed chunks' memory (a reference count, no copy), so it can be kept,
+///   sent to another task, or turned into a JSON-RPC envelope without a copy.
+/// - [`poll_item_ref`](Self::poll_item_ref) gives an [`ItemRef`] borrowed from the decoder
+///   until the next pull: no reference count is touched. It is for a loop that is done
+///   with each item before pulling the next (a parser that classifies and forwards,
+///   a logger); [`ItemRef::to_item`] keeps one anyway.
+///
+/// The decoder follows the WHATWG processing model exactly (SSE-PARSE-1…19): one BOM is
+/// stripped at stream start, CR, LF and CRLF all end a line (also when CR and LF arrive in
+/// different chunks), the input is decoded as UTF-8 with replacement, and an unterminated
+/// event at end of stream is discarded. A single-line `data` field that lies inside one
+/// pushed chunk is returned as a slice of that chunk: nothing is copied or allocated for
+/// it. Memory is bounded by [`Limits`] (SSE-PARSE-22); see [`DecodeError`] for what a
+/// limit error costs.
+///
+/// # Example
+///
+/// ```
+/// use mcpwire::sse::{Decoder, Item, Limits};
+///
+/// let mut dec = Decoder::new(Limits::default());
+/// dec.push_slice(b"id: 7\ndata: {\"jsonrpc\":\"2.0\"}\n\n: ping\n\nda")?;
+/// let Some(Item::Event(ev)) = dec.poll_item()? else { panic!() };
+/// assert_eq!((ev.data(), ev.event_type(), ev.id()), ("{\"jsonrpc\":\"2.0\"}", "message", "7"));
+/// assert!(matches!(dec.poll_item()?, Some(Item::Comment(_))));
+/// assert_eq!(dec.poll_item()?, None); // "da" waits for the rest of its line
+/// dec.push_slice(b"ta: x\n\n")?;
+/// let Some(Item::Event(ev)) = dec.poll_item()? else { panic!() };
+/// assert_eq!(ev.data(), "x");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Decoder {
+    limits: Limits,
+    line_ends: LineEnds,
+    mode: Mode,
+    /// `finish` was called: no more input will be pushed.
+    closed: bool,
+    /// The last line end was a CR at the end of the input so far: an LF first in the next
+    /// input belongs to it (SSE-PARSE-3).
+    skip_lf: bool,
+    /// The chunk being scanned, kept out of `queue` so the hot loop reaches it with one
+    /// load, with its valid UTF-8 span. INVARIANT: empty only when no input is queued
+    /// (then `queue` is empty too).
+    front: Chunk,
+    /// Pushed chunks after `front`.
+    queue: VecDeque<Bytes>,
+    /// INVARIANT: `pos <= front.len()`.
+    pos: usize,
+    /// The start of a line that continues in a later chunk. INVARIANT: non-empty only in
+    /// `Mode::Carrying`; `line.len() <= limits.max_line_len`.
+    line: LineBuf,
+    /// Length of the last line completed from `line`, used to size the next carry.
+    line_hint: usize,
+    /// Reused buffer behind `push_slice`.
+    scratch: BytesMut,
+    fields: Fields,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Self::new(Limits::default())
+    }
+}
+
+impl Decoder {
+    /// A decoder at the start of a stream.
+    pub fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            line_ends: LineEnds::new(),
+            mode: Mode::Bom { matched: 0 },
+            closed: false,
+            skip_lf: false,
+            front: Chunk::default(),
+            queue: VecDeque::with_capacity(4),
+            pos: 0,
+            line: LineBuf::default(),
+            line_hint: 0,
+            scratch: BytesMut::new(),
+            fields: Fields {
+                max_line_len: limits.max_line_len(),
+                max_event_len: limits.max_event_len(),
+                ..Fields::default()
+            },
+        }
+    }
+
+    /// Queues a chunk of the stream without copying it. Empty chunks are ignored.
+    ///
+    /// # Errors
+    ///
+    /// [`FinishedError`] after [`finish`](Self::finish): a decoder decodes one stream.
+    pub fn push(&mut self, chunk: Bytes) -> Result<(), FinishedError> {
+        if self.closed {
+            return Err(FinishedError);
+        }
+        self.enqueue(chunk);
+        Ok(())
+    }
+
+    /// Queues a copy of `chunk`. Prefer [`push`](Self::push) when the bytes are already
+    /// in a `Bytes`: event data can then be handed out without a copy.
+    ///
+    /// # Errors
+    ///
+    /// [`FinishedError`] after [`finish`](Self::finish).
+    pub fn push_slice(&mut self, chunk: &[u8]) -> Result<(), FinishedError> {
+        if self.closed {
+            return Err(FinishedError);
+        }
+        if !chunk.is_empty() {
+            self.scratch.extend_from_slice(chunk);
+            let chunk = self.scratch.split().freeze();
+            self.enqueue(chunk);
+        }
+        Ok(())
+    }
+
+    fn enqueue(&mut self, chunk: Bytes) {
+        if self.front.bytes().is_empty() {
+            // Nothing is queued (the INVARIANT of `front`), and `pos` is 0.
+            self.front = Chunk::new(chunk);
+        } else if !chunk.is_empty() {
+            self.queue.push_back(chunk);
+        }
+    }
+
+    /// Marks the end of the stream. Queued input is still decoded; after it, an
+    /// unterminated line and an undispatched event are discarded (SSE-PARSE-19).
+    pub fn finish(&mut self) {
+        self.closed = true;
+    }
+
+    /// Whether [`finish`](Self::finish) was called.
+    pub fn is_finished(&self) -> bool {
+        self.closed
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The last event ID string (SSE-PARSE-14): the id in force at the most recent blank
+    /// line, whether or not that blank line dispatched an event (a SEP-1699 priming event
+    /// or an `id`-only block updates it too). Empty if none. It reflects all input once
+    /// [`poll_item`](Self::poll_item) has returned `Ok(None)`. This is the value to send
+    /// as `Last-Event-ID` when reconnecting (SSE-PARSE-20).
+    pub fn last_event_id(&self) -> &str {
+        self.fields.last_event_id.view(&self.front).as_str()
+    }
+
+    /// The reconnection time set by the last valid `retry` field, if any.
+    pub fn retry(&self) -> Option<Duration> {
+        self.fields.retry
+    }
+
+    /// Bytes the decoder holds for the incomplete line and event: the carried partial
+    /// line, the data buffer and the event-type and id buffers (not counting queued
+    /// input). Whatever the input, it stays within `max_event_len + 3 × max_line_len`:
+    /// the data within `max_event_len`, each of the others within `max_line_len`.
+    pub fn buffered_len(&self) -> usize {
+        self.line.len() + self.fields.buffered_len()
+    }
+
+    /// Bytes of pushed input not yet scanned (the caller controls this by pushing only
+    /// after `poll_item` returned `Ok(None)`).
+    pub fn queued_len(&self) -> usize {
+        self.front.bytes().len() - self.pos + self.queue.iter().map(Bytes::len).sum::<usize>()
+    }
+
+    /// Decodes until the next item or until the input runs out.
+    ///
+    /// `Ok(None)` means more input is needed (or, after [`finish`](Self::finish), that the
+    /// stream is over). Items come in stream order (SSE-PARSE-5). The item shares the
+    /// pushed chunks' memory (a reference-counted slice, no copy).
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError`] when a limit is exceeded. The decoder recovers by itself (see
+    /// [`DecodeError`] for what is dropped) and the next call continues after it.
+    #[inline]
+    #[must_use = "an item or an error is lost if the result is dropped"]
+    pub fn poll_item(&mut self) -> Result<Option<Item>, DecodeError> {
+        Ok(match self.advance()? {
+            Some(Step::Event) => Some(Item::Event(self.take_event())),
+            Some(step) => Some(self.view(step).to_item()),
+            None => None,
+        })
+    }
+
+    /// Like [`poll_item`](Self::poll_item), but the item borrows from the decoder until
+    /// the next call: no reference count is touched and nothing is copied. Use
+    /// [`ItemRef::to_item`] to keep an item past the next call.
+    ///
+    /// # Errors
+    ///
+    /// As [`poll_item`](Self::poll_item).
+    #[inline]
+    #[must_use = "an item or an error is lost if the result is dropped"]
+    pub fn poll_item_ref(&mut self) -> Result<Option<ItemRef<'_>>, DecodeError> {
+        Ok(self.advance()?.map(|step| self.view(step)))
+    }
+
+    /// Moves the dispatched event out of the buffers (they are cleared next call anyway).
+    fn take_event(&mut self) -> Event {
+        let f = &mut self.fields;
+        let data = match std::mem::take(&mut f.data) {
+            Data::InChunk { start, end } => in_chunk(&self.front, start, end).to_bytes(),
+            Data::One(data) => data,
+            Data::Many => f.multi.split(),
+            Data::None => unreachable!("dispatch leaves data"),
+        };
+        Event {
+            data,
+            event_type: f.event_type.take(&self.front),
+            id: f.last_event_id.to_bytes(&self.front),
+        }
+    }
+
+    /// The item a step produced, borrowed from the decoder's state. Inlined, so the item
+    /// is built where the caller uses it rather than copied out of this function.
+    #[inline(always)]
+    fn view(&self, step: Step) -> ItemRef<'_> {
+        let f = &self.fields;
+        match step {
+            Step::Event => {
+                let data = match &f.data {
+                    Data::InChunk { start, end } => in_chunk(&self.front, *start, *end),
+                    Data::One(data) => crate::Utf8Ref::new(data),
+                    Data::Many => f.multi.as_ref(),
+                    Data::None => unreachable!("dispatch leaves data"),
+                };
+                ItemRef::Event(EventRef {
+                    data,
+                    event_type: f.event_type.view(&self.front),
+                    id: f.last_event_id.view(&self.front),
+                })
+            }
+            Step::CommentInChunk => {
+                let (start, end) = f.comment_at;
+                ItemRef::Comment(in_chunk(&self.front, start, end))
+            }
+            Step::Comment => ItemRef::Comment(crate::Utf8Ref::new(&f.comment)),
+            Step::Retry => ItemRef::Retry(f.retry.expect("a retry step sets the retry")),
+        }
+    }
+
+    /// Runs the parser until it produces a step or needs more input.
+    fn advance(&mut self) -> Result<Option<Step>, DecodeError> {
+        self.fields.release();
+        loop {
+            let Some(&first) = self.front.bytes().get(self.pos) else {
+                if self.front.bytes().is_empty() {
+                    if self.closed && self.mode != Mode::Ended {
+                        self.end_of_stream();
+                    }
+                    return Ok(None);
+                }
+                self.next_chunk();
+                continue;
+            };
+            if self.skip_lf {
+                // SSE-PARSE-3: CR then LF is one line end, even across chunks.
+                self.skip_lf = false;
+                if first == b'\n' {
+                    self.pos += 1;
+                    continue;
+                }
+            }
+            let step = match self.mode {
+                Mode::Lines => self.scan_lines()?,
+                Mode::Carrying => self.finish_carried_line()?,
+                Mode::Bom { matched } => {
+                    self.strip_bom(matched);
+                    None
+                }
+                Mode::DiscardingEvent { in_line } => {
+                    self.skip_discarded(in_line);
+                    None
+                }
+                Mode::SkippingLine => {
+                    self.skip_line();
+                    None
+                }
+                // Nothing is pushed after `finish`, so no input is left once ended.
+                Mode::Ended => return Ok(None),
+            };
+            if step.is_some() {
+                return Ok(step);
+            }
+        }
+    }
+
+    /// Drops the front chunk, which is scanned, and makes the next one the front.
+    fn next_chunk(&mut self) {
+        // Keep the pending values alive past their chunk (one reference count each).
+        self.fields.detach(&self.front);
+        self.front = Chunk::new(self.queue.pop_front().unwrap_or_default());
+        self.pos = 0;
+    }
+}

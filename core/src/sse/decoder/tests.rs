@@ -1,0 +1,214 @@
+//! Unit tests of the decoder's internals; the behaviour is tested in the tests crate.
+
+use super::*;
+use fields::parse_retry;
+
+/// Decodes `chunks` (then EOF) into items, errors rendered as text.
+fn decode_with(limits: Limits, chunks: &[&[u8]]) -> (Vec<String>, String) {
+    let mut dec = Decoder::new(limits);
+    let mut out = Vec::new();
+    for chunk in chunks {
+        dec.push(Bytes::copy_from_slice(chunk)).unwrap();
+        drain(&mut dec, &mut out);
+    }
+    dec.finish();
+    drain(&mut dec, &mut out);
+    (out, dec.last_event_id().to_owned())
+}
+
+fn drain(dec: &mut Decoder, out: &mut Vec<String>) {
+    loop {
+        match dec.poll_item() {
+            Ok(Some(Item::Event(e))) => {
+                out.push(format!("{}|{}|{}", e.event_type(), e.data(), e.id()));
+            }
+            Ok(Some(Item::Comment(c))) => out.push(format!(":{c}")),
+            Ok(Some(Item::Retry(r))) => out.push(format!("retry {}", r.as_millis())),
+            Ok(None) => return,
+            Err(e) => out.push(format!("error {e}")),
+        }
+    }
+}
+
+/// The next event, skipping other items; panics on an error or on needing input.
+fn next_event(dec: &mut Decoder) -> Event {
+    loop {
+        if let Item::Event(event) = dec.poll_item().unwrap().expect("an event") {
+            return event;
+        }
+    }
+}
+
+fn decode(chunks: &[&[u8]]) -> Vec<String> {
+    decode_with(Limits::default(), chunks).0
+}
+
+#[test]
+fn sse_parse_3_cr_at_chunk_end_then_lf_is_one_line_end() {
+    assert_eq!(decode(&[b"data: a\r", b"\n\r", b"\n"]), ["message|a|"]);
+    assert_eq!(decode(&[b"data: a\r", b"\r"]), ["message|a|"]);
+}
+
+#[test]
+fn sse_parse_2_bom_split_across_chunks_is_stripped_once() {
+    assert_eq!(
+        decode(&[b"\xEF", b"\xBB", b"\xBFdata: a\n\n"]),
+        ["message|a|"]
+    );
+    // A second BOM is content: the line's field name is not `data`.
+    assert!(decode(&[b"\xEF\xBB\xBF\xEF\xBB\xBFdata: a\n\n"]).is_empty());
+    // A BOM prefix that turns out not to be a BOM is the start of the first line.
+    assert!(decode(&[b"\xEF\xBB", b"data: a\n\n"]).is_empty());
+    assert_eq!(decode(&[b"\xEF\xBB", b"\n\ndata: b\n\n"]), ["message|b|"]);
+}
+
+#[test]
+fn sse_parse_13_retry_digits_only_and_saturating() {
+    assert_eq!(parse_retry(b"1500"), Some(Duration::from_millis(1500)));
+    assert_eq!(parse_retry(b""), None);
+    assert_eq!(parse_retry(b"1.5"), None);
+    assert_eq!(parse_retry(b"-1"), None);
+    assert_eq!(parse_retry(b" 10"), None);
+    assert_eq!(
+        parse_retry(b"99999999999999999999999"),
+        Some(Duration::from_millis(u64::MAX))
+    );
+}
+
+#[test]
+fn sse_parse_19_unterminated_event_and_line_are_dropped() {
+    let (items, id) = decode_with(Limits::default(), &[b"id: 1\ndata: x\n\nid: 2\ndata: y\n"]);
+    assert_eq!(items, ["message|x|1"]);
+    assert_eq!(id, "1");
+    let (items, _) = decode_with(Limits::default(), &[b"retry: 5\n", b"retry: 7"]);
+    assert_eq!(items, ["retry 5"]);
+}
+
+#[test]
+fn sse_parse_22_long_line_in_one_chunk_discards_only_its_event() {
+    let limits = Limits::default().with_max_line_len(10);
+    let input: &[u8] = b"data: ok\n\ndata: 0123456789\ndata: more\n\ndata: next\n\n";
+    let (items, _) = decode_with(limits, &[input]);
+    assert_eq!(
+        items,
+        [
+            "message|ok|",
+            "error sse line longer than max_line_len (10 bytes); the event was discarded",
+            "message|next|",
+        ]
+    );
+}
+
+#[test]
+fn sse_parse_22_long_line_across_chunks_is_never_buffered_past_the_limit() {
+    let limits = Limits::default().with_max_line_len(16);
+    let mut dec = Decoder::new(limits);
+    dec.push_slice(b"id: 3\n\ndata: ").unwrap();
+    let mut errors = 0;
+    for _ in 0..1000 {
+        dec.push_slice(b"xxxxxxxxxx").unwrap();
+        while let Some(r) = dec.poll_item().transpose() {
+            assert_eq!(r, Err(DecodeError::LineTooLong { limit: 16 }));
+            errors += 1;
+        }
+        assert!(dec.buffered_len() <= 16 + 1);
+    }
+    dec.push_slice(b"\r").unwrap();
+    // The rest of the long line's event (up to its blank line) is discarded too.
+    dec.push_slice(b"\ndata: lost\n\ndata: after\n\n").unwrap();
+    assert_eq!(next_event(&mut dec).data(), "after");
+    assert_eq!(errors, 1);
+    assert_eq!(dec.last_event_id(), "3");
+}
+
+#[test]
+fn sse_parse_22_event_too_large_keeps_earlier_id() {
+    let limits = Limits::default().with_max_event_len(5);
+    let (items, id) = decode_with(
+        limits,
+        &[b"data: abc\n\nid: 9\ndata: abc\ndata: def\nid: 10\n\ndata: z\n\n"],
+    );
+    assert_eq!(
+        items,
+        [
+            "message|abc|",
+            "error sse event data larger than max_event_len (5 bytes); the event was discarded",
+            "message|z|9",
+        ]
+    );
+    assert_eq!(
+        id, "9",
+        "fields after the overflow belong to the discarded event"
+    );
+}
+
+#[test]
+fn sse_parse_22_replacement_cannot_grow_id_past_the_line_limit() {
+    let limits = Limits::default().with_max_line_len(8);
+    let (items, id) = decode_with(limits, &[b"id: \xFF\xFF\xFF\n\ndata: a\n\n"]);
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert!(items[0].starts_with("error sse line longer"));
+    assert_eq!(id, "");
+}
+
+#[test]
+fn single_line_data_is_a_slice_of_the_pushed_chunk() {
+    let chunk = Bytes::from_static(b"data: zero-copy\n\n");
+    let mut dec = Decoder::default();
+    dec.push(chunk.clone()).unwrap();
+    let event = next_event(&mut dec);
+    let range = chunk.as_ptr_range();
+    assert!(range.contains(&event.data_bytes().as_bytes().as_ptr()));
+}
+
+#[test]
+fn long_carried_data_lines_are_shared_and_joined() {
+    let long = "é".repeat(5000); // 10,000 bytes, a code point split by most cuts
+    let input = format!("data: {long}\n\ndata: {long}\ndata: tail\n\ndata: x\ndata: {long}\n\n");
+    let bytes = input.as_bytes();
+    let expected = [
+        format!("message|{long}|"),
+        format!("message|{long}\ntail|"),
+        format!("message|x\n{long}|"),
+    ];
+    for size in [1000, 1460, 4097, 16 << 10] {
+        let chunks: Vec<&[u8]> = bytes.chunks(size).collect();
+        assert_eq!(decode(&chunks), expected, "chunks of {size}");
+    }
+}
+
+#[test]
+fn sse_parse_1_invalid_utf8_in_long_carried_lines_is_replaced() {
+    // Lines of 300 and 6000 bytes (both sides of the short-line check), with an invalid
+    // byte, a truncated sequence mid-line, or a truncated sequence at the very end.
+    for len in [300, 6000] {
+        for (bad, at) in [
+            (&b"\xFF"[..], len / 2),
+            (b"\xE2\x82", len / 3),
+            (b"\xC3", len),
+        ] {
+            let mut value = "é".repeat(len / 2).into_bytes();
+            value.splice(at..at, bad.iter().copied());
+            let expected = String::from_utf8_lossy(&value).into_owned();
+            let mut input = b"data: ".to_vec();
+            input.extend_from_slice(&value);
+            input.extend_from_slice(b"\n\ndata: next\n\n");
+            for size in [7, 1000, 1460, 4097, 16 << 10] {
+                let chunks: Vec<&[u8]> = input.chunks(size).collect();
+                assert_eq!(
+                    decode(&chunks),
+                    [format!("message|{expected}|"), "message|next|".to_owned()],
+                    "len {len}, bad {bad:?} at {at}, chunks of {size}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn data_split_across_chunks_is_joined() {
+    assert_eq!(
+        decode(&[b"da", b"ta: a", b"b\ndata", b":c\n", b"\n"]),
+        ["message|ab\nc|"]
+    );
+}
