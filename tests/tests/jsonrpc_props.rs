@@ -492,10 +492,10 @@ fn with_outgoing<R>(b: &Built, f: impl FnOnce(&Outgoing<'_>) -> R) -> R {
 /// Decodes `frame` as a stream that holds one event, and returns it.
 fn decode_one(frame: Bytes) -> mcpwire::sse::Event {
     let mut decoder = mcpwire::sse::Decoder::default();
-    decoder.push(frame);
+    decoder.push(frame).expect("a fresh decoder");
     decoder.finish();
     let mut events = Vec::new();
-    while let Some(item) = decoder.next_item().expect("no limit is near") {
+    while let Some(item) = decoder.poll_item().expect("no limit is near") {
         if let mcpwire::sse::Item::Event(event) = item {
             events.push(event);
         }
