@@ -11,7 +11,10 @@
 //! - (c) differential JSON validity against serde_json, on valid JSON and mutations of it;
 //! - (d) classification of arbitrary envelopes against a literal model of JSONRPC-8
 //!   written from the spec, alone and as a batch element (BATCH-4);
-//! - (e) `Pending` and `InFlight` against naive models.
+//! - (e) `Pending` and `InFlight` against naive models;
+//! - (f) owned envelopes agree with the borrowed classification, and an `Outgoing`
+//!   message encoded straight into an SSE frame is byte for byte `MessageBuf`'s text
+//!   given to `sse::Encoder::encode_event`, and decodes back to the same message.
 //!
 //! Each property runs 10,000 cases. The places where mcpwire and serde_json differ on
 //! purpose are pinned by the `known_difference_*` tests; the differential property (c)
@@ -22,12 +25,14 @@ use std::collections::BTreeSet;
 use std::fmt::{self, Write as _};
 use std::time::{Duration, Instant};
 
-use mcpwire::ProtocolVersion;
+use bytes::{Bytes, BytesMut};
 use mcpwire::jsonrpc::{
-    Classifier, ErrorCode, INLINE_ID_LEN, InFlight, InFlightError, Json, JsonErrorKind, Kind,
-    Limits, Message, MessageBuf, ParseError, Parsed, Pending, PendingError, RawJson, RequestId,
-    Resolution, Shape, ToJson, classify,
+    Classifier, Envelope, Envelopes, ErrorCode, INLINE_ID_LEN, InFlight, InFlightError, Json,
+    JsonErrorKind, Kind, Limits, Message, MessageBuf, Outgoing, ParseError, Parsed, Pending,
+    PendingError, RawJson, RequestId, Resolution, Shape, ToJson, body_text, classify, classify_str,
 };
+use mcpwire::sse::{Encoder, EventFields, EventType, Id};
+use mcpwire::{ProtocolVersion, Utf8Bytes};
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
@@ -447,6 +452,120 @@ fn encode(b: &Built, buf: &mut MessageBuf) -> String {
         }),
         Built::Cancelled { id, reason } => buf.push_cancelled(id, reason.as_deref()).to_owned(),
     }
+}
+
+/// Hands `f` the `Outgoing` description of what `b` builds.
+fn with_outgoing<R>(b: &Built, f: impl FnOnce(&Outgoing<'_>) -> R) -> R {
+    match b {
+        Built::Request { id, method, params } => with_payload(params.as_ref(), |params| {
+            f(&Outgoing::Request { id, method, params })
+        }),
+        Built::Notification { method, params } => with_payload(params.as_ref(), |params| {
+            f(&Outgoing::Notification { method, params })
+        }),
+        Built::Result { id, result } => with_payload(Some(result), |result| {
+            f(&Outgoing::Response {
+                id,
+                result: result.unwrap(),
+            })
+        }),
+        Built::Error {
+            id,
+            code,
+            message,
+            data,
+        } => with_payload(data.as_ref(), |data| {
+            f(&Outgoing::Error {
+                id: id.as_ref(),
+                code: ErrorCode(*code),
+                message,
+                data,
+            })
+        }),
+        Built::Cancelled { id, reason } => f(&Outgoing::Cancelled {
+            request: id,
+            reason: reason.as_deref(),
+        }),
+    }
+}
+
+/// Decodes `frame` as a stream that holds one event, and returns it.
+fn decode_one(frame: Bytes) -> mcpwire::sse::Event {
+    let mut decoder = mcpwire::sse::Decoder::default();
+    decoder.push(frame).expect("a fresh decoder");
+    decoder.finish();
+    let mut events = Vec::new();
+    while let Some(item) = decoder.poll_item().expect("no limit is near") {
+        if let mcpwire::sse::Item::Event(event) = item {
+            events.push(event);
+        }
+    }
+    assert_eq!(events.len(), 1, "{events:?}");
+    events.pop().unwrap()
+}
+
+/// An envelope's view, and its text as the input's slice.
+fn check_envelope(e: &Envelope, msg: &Message<'_>, input: &Utf8Bytes) -> Result<(), TestCaseError> {
+    prop_assert_eq!(&e.message(), msg);
+    prop_assert_eq!(e.kind(), msg.kind());
+    prop_assert_eq!(e.id(), msg.id());
+    prop_assert_eq!(e.method(), msg.method());
+    let range = input.as_bytes().as_ptr_range();
+    prop_assert!(
+        e.text().is_empty() || range.contains(&e.text().as_ptr()),
+        "the text is a copy"
+    );
+    let payload = e.payload().map(|p| p.as_str());
+    let bytes = e.payload_bytes();
+    prop_assert_eq!(bytes.as_deref(), payload);
+    if let Some(bytes) = bytes.filter(|b| !b.is_empty()) {
+        prop_assert!(range.contains(&bytes.as_ptr()), "the payload is a copy");
+    }
+    Ok(())
+}
+
+/// (f) The owned paths agree with the borrowed ones on `text`.
+fn check_envelopes(text: &str) -> Result<(), TestCaseError> {
+    let classifier = Classifier::default();
+    let input = Utf8Bytes::from(text.to_owned());
+    match (
+        classifier.envelope(input.clone()),
+        classifier.classify_str(text),
+    ) {
+        (Ok(e), Ok(msg)) => {
+            check_envelope(&e, &msg, &input)?;
+            prop_assert_eq!(e.text(), text);
+        }
+        (Err(a), Err(b)) => prop_assert_eq!(a, b),
+        (a, b) => prop_assert!(false, "envelope {a:?}, classify {b:?}"),
+    }
+    for &v in ProtocolVersion::ALL {
+        match (
+            classifier.envelopes(input.clone(), v),
+            classifier.parse(text.as_bytes(), v),
+        ) {
+            (Ok(Envelopes::Single(e)), Ok(Parsed::Single(msg))) => {
+                check_envelope(&e, &msg, &input)?
+            }
+            (Ok(Envelopes::Batch(owned)), Ok(Parsed::Batch(items))) => {
+                prop_assert_eq!(owned.len(), items.len());
+                for (e, item) in owned.iter().zip(&items) {
+                    match (e, item) {
+                        (Ok(e), Ok(msg)) => {
+                            check_envelope(e, msg, &input)?;
+                            // An element's text is the element alone.
+                            prop_assert_eq!(classify_str(e.text()), Ok(msg.clone()));
+                        }
+                        (Err(a), Err(b)) => prop_assert_eq!(a, b),
+                        (a, b) => prop_assert!(false, "envelope {a:?}, parse {b:?}"),
+                    }
+                }
+            }
+            (Err(a), Err(b)) => prop_assert_eq!(a, b),
+            (a, b) => prop_assert!(false, "envelopes {a:?}, parse {b:?} under {v}"),
+        }
+    }
+    Ok(())
 }
 
 fn id_value(id: &RequestId) -> Value {
@@ -1335,9 +1454,11 @@ enum Op {
     Resolve(Target),
     Cancel(Target),
     Contains(Target),
-    /// Advance the clock by `advance` ms, then poll once or until `None`.
+    /// Advance the clock by `advance` ms, call `handle_timeout` (if `handle`), then
+    /// `poll_expired` once or until `None`.
     Poll {
         advance: u64,
+        handle: bool,
         drain: bool,
     },
 }
@@ -1360,14 +1481,17 @@ fn op() -> BoxedStrategy<Op> {
         2 => target().prop_map(Op::Resolve),
         1 => target().prop_map(Op::Cancel),
         1 => target().prop_map(Op::Contains),
-        2 => (prop_oneof![Just(0u64), 0u64..60], any::<bool>()).prop_map(|(advance, drain)| Op::Poll { advance, drain }),
+        2 => (prop_oneof![Just(0u64), 0u64..60], prop::bool::weighted(0.8), any::<bool>())
+            .prop_map(|(advance, handle, drain)| Op::Poll { advance, handle, drain }),
     ]
     .boxed()
 }
 
-/// The naive table: a list of (id, token, deadline in ms since the start).
+/// The naive table: a list of (id, token, deadline in ms since the start), and the
+/// queue of expired (id, token) not yet polled.
 struct PendingModel {
     entries: Vec<(i64, u16, Option<u64>)>,
+    expired: std::collections::VecDeque<(i64, u16)>,
     next: i64,
     max: usize,
 }
@@ -1395,6 +1519,20 @@ impl PendingModel {
 
     fn min_deadline(&self) -> Option<u64> {
         self.entries.iter().filter_map(|e| e.2).min()
+    }
+
+    /// Moves every entry due by `now` to the expired queue, by (deadline, id).
+    fn handle_timeout(&mut self, now: u64) {
+        let mut due: Vec<_> = self
+            .entries
+            .iter()
+            .filter_map(|&(id, token, at)| at.filter(|&at| at <= now).map(|at| (at, id, token)))
+            .collect();
+        due.sort_unstable();
+        for (_, id, token) in due {
+            self.entries.retain(|e| e.0 != id);
+            self.expired.push_back((id, token));
+        }
     }
 }
 
@@ -1454,6 +1592,57 @@ proptest! {
         let split = buf.split();
         prop_assert_eq!(split.as_str(), format!("{before}{text}"));
         prop_assert!(buf.is_empty());
+        check_envelopes(&text)?;
+        check_envelopes(&batch)?;
+        // `MessageBuf::push` of the `Outgoing` is what `push_*` wrote.
+        let mut again = MessageBuf::new();
+        prop_assert_eq!(with_outgoing(&b, |o| again.push(o).map(str::to_owned)), Ok(text));
+    }
+
+    /// (f) An `Outgoing` encoded straight into a frame (after other frames, under any
+    /// event fields) is byte for byte `MessageBuf`'s text given to `encode_event`
+    /// (SSE-ENC-2, -3, -6); the decoder reads one event back whose data is that text with
+    /// each line break as LF, and which classifies, borrowed and as an envelope, to what
+    /// was built (JSONRPC-8).
+    #[test]
+    fn sse_enc_2_outgoing_frames_are_the_buffer_text_as_an_event(
+        b in built(),
+        id in option::of("[a-z0-9:._-]{0,12}"),
+        event in option::of(prop_oneof![Just("message".to_owned()), "[a-z]{1,8}"]),
+        retry in option::of(0u64..100_000),
+        before in prop_oneof![Just(Vec::new()), Just(b": ping\n\n".to_vec()), Just(b"data: x\n\n".to_vec())],
+    ) {
+        let mut fields = EventFields::new();
+        if let Some(id) = &id {
+            fields = fields.with_id(Id::new(id).unwrap());
+        }
+        if let Some(event) = &event {
+            fields = fields.with_event(EventType::new(event).unwrap());
+        }
+        if let Some(ms) = retry {
+            fields = fields.with_retry(Duration::from_millis(ms));
+        }
+        let mut buf = MessageBuf::new();
+        let text = with_outgoing(&b, |o| buf.push(o).unwrap().to_owned());
+        let mut expected = BytesMut::new();
+        Encoder::new().encode_event(&fields, &text, &mut expected);
+
+        let mut frame = BytesMut::from(&before[..]);
+        with_outgoing(&b, |o| o.encode_frame(&fields, &mut frame)).unwrap();
+        prop_assert_eq!(&frame[..before.len()], &before[..]);
+        prop_assert_eq!(&frame[before.len()..], &expected[..]);
+
+        let decoded = decode_one(frame.split_off(before.len()).freeze());
+        prop_assert_eq!(decoded.id(), id.as_deref().unwrap_or(""));
+        prop_assert_eq!(decoded.event_type(), event.as_deref().unwrap_or("message"));
+        let lf = text.replace("\r\n", "\n").replace('\r', "\n");
+        prop_assert_eq!(decoded.data(), lf.as_str());
+        let msg = classify_str(&lf).unwrap();
+        if !text.contains('\r') {
+            check_built(&b, &msg)?;
+        }
+        let envelope = Classifier::default().envelope(decoded.into_data()).unwrap();
+        prop_assert_eq!(envelope.message(), msg);
     }
 
     /// (b) No input panics any entry point, under default and under tiny limits, and the
@@ -1494,9 +1683,24 @@ proptest! {
         if let Ok(msg) = &got {
             check_raw_slices(msg, &input)?;
         }
+        // (f) An HTTP body is validated once: text exactly when classify takes it as UTF-8.
+        match body_text(Bytes::from(input.clone())) {
+            Ok(text) => prop_assert_eq!(text.as_bytes(), &input[..]),
+            Err(e) => prop_assert_eq!(Err(e), got.clone().map(|_| ())),
+        }
         match std::str::from_utf8(&input) {
             Ok(text) => {
+                check_envelopes(text)?;
                 prop_assert_eq!(&default.classify_str(text), &got);
+                prop_assert_eq!(&classify_str(text), &got);
+                let event = default.classify_event(text);
+                if text.is_empty() {
+                    prop_assert_eq!(event, Ok(None));
+                } else {
+                    prop_assert_eq!(event, got.clone().map(Some));
+                }
+                let any = default.parse_any(&input);
+                prop_assert_eq!(&any, &default.parse(&input, ProtocolVersion::V2025_03_26));
                 if let Ok(raw) = RawJson::new(text) {
                     prop_assert_eq!(raw.as_str(), text.trim_matches(JSON_WS));
                     prop_assert_eq!(raw.is_object(), raw.as_str().starts_with('{'));
@@ -1616,22 +1820,25 @@ proptest! {
         }
     }
 
-    /// (e) `Pending` equals a naive list of (id, token, deadline) under random register,
-    /// resolve, cancel, contains and poll_expired with an advancing clock; `poll_timeout`
-    /// is always the model's earliest deadline (JSONRPC-3, JSONRPC-4).
+    /// (e) `Pending` equals a naive list of (id, token, deadline) and a queue of expired
+    /// requests under random register, resolve, cancel, contains, handle_timeout and
+    /// poll_expired with an advancing clock: `handle_timeout(now)` expires exactly the
+    /// requests due by `now`, earliest deadline first, an expired request is no longer
+    /// pending and still counts against the limit until polled; `poll_timeout` is always
+    /// the model's earliest deadline (JSONRPC-3, JSONRPC-4).
     #[test]
     fn jsonrpc_3_pending_matches_a_naive_model(max in 0usize..8, ops in vec(op(), 0..60)) {
         let start = Instant::now() + Duration::from_secs(1);
         let at = |ms: u64| start + Duration::from_millis(ms);
         let mut p = Pending::new(max);
-        let mut m = PendingModel { entries: Vec::new(), next: 1, max };
+        let mut m = PendingModel { entries: Vec::new(), expired: Default::default(), next: 1, max };
         let mut now = 0u64;
         for op in &ops {
             match op {
                 Op::Register { token, deadline } => {
                     let deadline = deadline.map(|d| now.saturating_add_signed(d));
                     let got = p.register(*token, deadline.map(at));
-                    if m.entries.len() >= m.max {
+                    if m.entries.len() + m.expired.len() >= m.max {
                         prop_assert_eq!(got, Err(PendingError::TooMany { limit: m.max }));
                     } else {
                         prop_assert_eq!(got, Ok(RequestId::int(m.next)));
@@ -1657,23 +1864,18 @@ proptest! {
                     let expected = id.as_int().is_some_and(|n| m.entries.iter().any(|e| e.0 == n));
                     prop_assert_eq!(p.contains(&id), expected);
                 }
-                Op::Poll { advance, drain } => {
+                Op::Poll { advance, handle, drain } => {
                     now += advance;
+                    if *handle {
+                        p.handle_timeout(at(now));
+                        m.handle_timeout(now);
+                    }
                     loop {
-                        let got = p.poll_expired(at(now));
-                        let earliest = m.min_deadline().filter(|&d| d <= now);
-                        match (got, earliest) {
-                            (None, None) => break,
-                            (Some((id, token)), Some(earliest)) => {
-                                // Earliest deadline first (ties in any order).
-                                let n = id.as_int().unwrap();
-                                let entry = m.entries.iter().find(|e| e.0 == n).copied();
-                                prop_assert_eq!(entry, Some((n, token, Some(earliest))), "expired {}", id);
-                                m.remove(&id);
-                            }
-                            (got, earliest) => prop_assert!(false, "poll_expired {got:?}, model {earliest:?}"),
-                        }
-                        if !drain {
+                        let got = p.poll_expired();
+                        let expected = m.expired.pop_front().map(|(id, token)| (RequestId::int(id), token));
+                        let done = got.is_none();
+                        prop_assert_eq!(got, expected);
+                        if done || !drain {
                             break;
                         }
                     }
@@ -1763,9 +1965,10 @@ fn known_difference_depth() {
 
 /// Known difference 2, unpaired surrogate escapes: valid by the RFC 8259 grammar (§7,
 /// §8.2 says only that behaviour is unpredictable), accepted by mcpwire's validation and
-/// by serde_json's `IgnoredAny`, refused by serde_json's `Value`. The envelope reads such
-/// a string as no string at all: no id, no method, no version; as a key it names no
-/// envelope member.
+/// by serde_json's `IgnoredAny`, refused by serde_json's `Value`. The envelope cannot
+/// hold such a string: as an id or a method it is refused as
+/// `Shape::UnpairedSurrogate` (saying what is wrong), as the version it is not `"2.0"`,
+/// as an error message the error object is invalid; as a key it names no envelope member.
 #[test]
 fn known_difference_lone_surrogates() {
     for text in [
@@ -1784,11 +1987,11 @@ fn known_difference_lone_surrogates() {
     };
     assert_eq!(
         shape(r#"{"jsonrpc":"2.0","method":"\ud800"}"#),
-        Some(Shape::InvalidMethod)
+        Some(Shape::UnpairedSurrogate("method"))
     );
     assert_eq!(
         shape(r#"{"jsonrpc":"2.0","id":"\ud800","method":"m"}"#),
-        Some(Shape::InvalidId)
+        Some(Shape::UnpairedSurrogate("id"))
     );
     assert_eq!(
         shape(r#"{"jsonrpc":"\ud800","method":"m"}"#),

@@ -13,8 +13,7 @@ use std::io::{self, BufWriter, ErrorKind, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use mcpwire::ProtocolVersion;
-use mcpwire::jsonrpc::{Classifier, Message, ParseError, Parsed, Shape, ShapeError};
+use mcpwire::jsonrpc::{Classifier, Message, ParseError, Parsed, RequestId, ShapeError};
 use mcpwire::sse::{EventRef, ItemRef, Limits};
 use mcpwire_blocking::SseReader;
 
@@ -30,11 +29,19 @@ them) from FILE, or from standard input when FILE is absent or `-`.
 Output, one JSON object per line on stdout. For each dispatched event, as soon as its
 blank line has arrived (id is the last event id in force, \"\" if none):
   {\"type\":\"message\",\"data\":\"...\",\"id\":\"...\"}
-When the data is a JSON object, the line adds what JSON-RPC makes of it (kind is
-request, notification, response or error; id and method are null when absent; a batch
-gives a list; an object that is no valid message gives kind \"invalid\" and an error):
+When the data is JSON text (an object, an array, or any other value), the line adds
+what JSON-RPC makes of it, under any protocol revision (batches included):
   \"jsonrpc\":{\"kind\":\"request\",\"id\":1,\"method\":\"tools/call\"}
-At end of input (retry_ms is null if the stream set no valid retry):
+kind is request, notification, response or error; id and method are null when absent;
+a batch gives a list of these. JSON that is no valid message (an object without
+\"jsonrpc\", a number, an empty batch, a batch of more than 256 messages, nesting
+deeper than 128 levels) gives kind \"invalid\" with the reason:
+  \"jsonrpc\":{\"kind\":\"invalid\",\"id\":null,\"error\":\"empty batch\"}
+Data that is not JSON text (a priming event's empty data, an endpoint URL) gets no
+\"jsonrpc\" member.
+At end of input (retry_ms is null if the stream set no valid retry; a retry beyond
+9007199254740991 ms, 2^53 - 1, is printed as that, the largest integer JavaScript and
+jq hold exactly):
   {\"final\":true,\"retry_ms\":3000,\"last_event_id\":\"...\"}
 
 Options:
@@ -240,66 +247,80 @@ fn write_event(out: &mut impl Write, event: &EventRef<'_>) -> io::Result<()> {
     out.write_all(b"}\n")
 }
 
-/// `,"jsonrpc":{"kind":…,"id":…,"method":…}` for data that is a JSON object (kind
-/// `invalid`, with the reason, when it is not a valid message), a list of those for a
-/// batch, and nothing for any other data (a priming event's empty data, an `endpoint`
-/// URL, text that is not JSON).
+/// `,"jsonrpc":…`: what the core's version-agnostic classification
+/// ([`Classifier::parse_any`]) says of the data, a message's summary or a list of them
+/// for a batch; nothing when the core says the data is not JSON at all
+/// ([`ParseError::is_not_json`]).
 fn write_jsonrpc(out: &mut impl Write, data: &str) -> io::Result<()> {
-    // Batches were allowed on SSE streams in 2025-03-26; show them whatever the stream.
-    let parsed = match Classifier::default().parse(data.as_bytes(), ProtocolVersion::V2025_03_26) {
-        Ok(parsed) => parsed,
-        Err(ParseError::Shape(e)) if e.shape != Shape::NotAnObject => {
-            out.write_all(b",\"jsonrpc\":")?;
-            return write_summary(out, &Err(e));
-        }
-        Err(_) => return Ok(()),
-    };
+    let parsed = Classifier::default().parse_any(data.as_bytes());
+    if parsed.as_ref().is_err_and(ParseError::is_not_json) {
+        return Ok(());
+    }
     out.write_all(b",\"jsonrpc\":")?;
     match parsed {
-        Parsed::Single(message) => write_summary(out, &Ok(message)),
-        Parsed::Batch(items) => {
+        Ok(Parsed::Single(message)) => write_message(out, &message),
+        Ok(Parsed::Batch(items)) => {
             out.write_all(b"[")?;
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.write_all(b",")?;
                 }
-                write_summary(out, item)?;
+                match item {
+                    Ok(message) => write_message(out, message)?,
+                    Err(e) => write_shape_error(out, e)?,
+                }
             }
             out.write_all(b"]")
         }
+        Err(ParseError::Shape(e)) => write_shape_error(out, &e),
+        // Said of the whole text: an empty or too long batch, too deep a text.
+        Err(ParseError::Json(e)) => write_invalid(out, None, &e.to_string()),
+        Err(e) => write_invalid(out, e.id(), &e.to_string()),
     }
 }
 
-/// `{"kind":…,"id":…,"method":…}`, or `{"kind":"invalid","id":…,"error":…}`.
-fn write_summary(out: &mut impl Write, item: &Result<Message<'_>, ShapeError>) -> io::Result<()> {
-    let (kind, id) = match item {
-        Ok(message) => (message.kind().as_str(), message.id()),
-        Err(e) => ("invalid", e.id.as_ref()),
-    };
-    write!(out, "{{\"kind\":\"{kind}\",\"id\":")?;
-    match id {
-        None => out.write_all(b"null")?,
-        // An id displays as its JSON text: `7` or `"7"`.
-        Some(id) => write!(out, "{id}")?,
-    }
-    match item {
-        Ok(message) => {
-            out.write_all(b",\"method\":")?;
-            serde_json::to_writer(&mut *out, &message.method())?;
-        }
-        Err(e) => {
-            out.write_all(b",\"error\":")?;
-            serde_json::to_writer(&mut *out, &e.shape.to_string())?;
-        }
-    }
+/// `{"kind":…,"id":…,"method":…}`.
+fn write_message(out: &mut impl Write, message: &Message<'_>) -> io::Result<()> {
+    write!(out, "{{\"kind\":\"{}\",\"id\":", message.kind().as_str())?;
+    write_id(out, message.id())?;
+    out.write_all(b",\"method\":")?;
+    serde_json::to_writer(&mut *out, &message.method())?;
     out.write_all(b"}")
 }
+
+/// A message that is JSON but no valid JSON-RPC message: its shape is the reason.
+fn write_shape_error(out: &mut impl Write, e: &ShapeError) -> io::Result<()> {
+    write_invalid(out, e.id.as_ref(), &e.shape.to_string())
+}
+
+/// `{"kind":"invalid","id":…,"error":…}`.
+fn write_invalid(out: &mut impl Write, id: Option<&RequestId>, reason: &str) -> io::Result<()> {
+    out.write_all(b"{\"kind\":\"invalid\",\"id\":")?;
+    write_id(out, id)?;
+    out.write_all(b",\"error\":")?;
+    serde_json::to_writer(&mut *out, reason)?;
+    out.write_all(b"}")
+}
+
+/// An id as its JSON text (`7` or `"7"`, through its `Display`), or `null`.
+fn write_id(out: &mut impl Write, id: Option<&RequestId>) -> io::Result<()> {
+    match id {
+        None => out.write_all(b"null"),
+        Some(id) => write!(out, "{id}"),
+    }
+}
+
+/// The largest integer that JavaScript numbers, and so `jq` and most JSON readers, hold
+/// exactly: 2^53 − 1. Larger `retry_ms` values are printed as this.
+const MAX_SAFE_INTEGER: u128 = (1 << 53) - 1;
 
 /// `{"final":true,"retry_ms":…,"last_event_id":…}` and a newline.
 fn write_final<R: Read>(out: &mut impl Write, reader: &SseReader<R>) -> io::Result<()> {
     out.write_all(b"{\"final\":true,\"retry_ms\":")?;
     match reader.retry() {
-        Some(retry) => write!(out, "{}", retry.as_millis())?,
+        // The decoder saturates `retry` at u64::MAX ms; no reader of the output could
+        // hold that, and no client waits that long either.
+        Some(retry) => write!(out, "{}", retry.as_millis().min(MAX_SAFE_INTEGER))?,
         None => out.write_all(b"null")?,
     }
     out.write_all(b",\"last_event_id\":")?;

@@ -480,14 +480,111 @@ fn jsonrpc_8_each_message_is_summarised_by_kind_id_and_method() {
         input.extend_from_slice(format!("data: {data}\n\n").as_bytes());
         expected.push(with_jsonrpc(event("message", data, ""), summary));
     }
-    // Not JSON, not an object, or a priming event's empty data: no summary.
-    input.extend_from_slice(b"data: not json\n\ndata: [1,\n\ndata: 7\n\nid: p\ndata:\n\n");
+    // JSON that is not an object is no message: invalid, with the reason.
+    input.extend_from_slice(b"data: 7\n\n");
+    expected.push(with_jsonrpc(
+        event("message", "7", ""),
+        r#"{"kind":"invalid","id":null,"error":"message is not a json object"}"#,
+    ));
+    // Not JSON, or a priming event's empty data: no summary.
+    input.extend_from_slice(b"data: not json\n\ndata: [1,\n\nid: p\ndata:\n\n");
     expected.extend([
         event("message", "not json", ""),
         event("message", "[1,", ""),
-        event("message", "7", ""),
         event("message", "", "p"),
         last(None, "p"),
     ]);
     assert_eq!(decode_ok(&input), expected);
+}
+
+/// Decodes one event with `data` and returns its `jsonrpc` member (`Value::Null` if it
+/// has none).
+fn summary_of(data: &str) -> Value {
+    let lines = decode_ok(format!("data: {data}\n\n").as_bytes());
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    lines[0].get("jsonrpc").cloned().unwrap_or(Value::Null)
+}
+
+#[test]
+fn batch_5_whole_text_errors_are_invalid_with_the_reason() {
+    let invalid = |reason: &str| json!({"kind": "invalid", "id": null, "error": reason});
+    assert_eq!(summary_of("[]"), invalid("empty batch"));
+    assert_eq!(summary_of(" [ ] "), invalid("empty batch"));
+    let many = format!(
+        "[{}]",
+        vec![r#"{"jsonrpc":"2.0","method":"m"}"#; 257].join(",")
+    );
+    assert_eq!(summary_of(&many), invalid("batch longer than 256 messages"));
+    let fits = format!(
+        "[{}]",
+        vec![r#"{"jsonrpc":"2.0","method":"m"}"#; 256].join(",")
+    );
+    assert_eq!(summary_of(&fits).as_array().map(Vec::len), Some(256));
+    // A valid message nested past the depth limit (128 levels, the message object one).
+    let deep = |levels: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"m","params":{}{}}}"#,
+            "[".repeat(levels),
+            "]".repeat(levels)
+        )
+    };
+    assert_eq!(summary_of(&deep(127))["kind"], "notification");
+    let text = deep(128);
+    let at = text.find(&"[".repeat(128)).unwrap() + 127;
+    assert_eq!(
+        summary_of(&text),
+        invalid(&format!("json nested deeper than 128 levels at byte {at}"))
+    );
+}
+
+#[test]
+fn jsonrpc_2_bad_ids_and_methods_say_what_is_wrong() {
+    let invalid = |id: Value, reason: &str| json!({"kind": "invalid", "id": id, "error": reason});
+    assert_eq!(
+        summary_of(r#"{"jsonrpc":"2.0","id":"\ud800","method":"m"}"#),
+        invalid(
+            Value::Null,
+            "\"id\" holds an unpaired surrogate escape, which is not unicode text"
+        )
+    );
+    assert_eq!(
+        summary_of(r#"{"jsonrpc":"2.0","id":1,"method":"\udfff"}"#),
+        invalid(
+            json!(1),
+            "\"method\" holds an unpaired surrogate escape, which is not unicode text"
+        )
+    );
+    assert_eq!(
+        summary_of(r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"m"}"#),
+        invalid(
+            Value::Null,
+            "integer \"id\" out of range (ids must fit in 64 signed bits)"
+        )
+    );
+    assert_eq!(
+        summary_of(r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#),
+        invalid(Value::Null, "\"id\" must be a string or an integer")
+    );
+}
+
+#[test]
+fn sse_parse_13_retry_beyond_2_53_is_clamped_to_what_json_readers_hold() {
+    const MAX_SAFE: u64 = (1 << 53) - 1;
+    for (retry, printed) in [
+        ("9007199254740991", MAX_SAFE),
+        ("9007199254740990", MAX_SAFE - 1),
+        ("9007199254740992", MAX_SAFE),
+        ("18446744073709551615", MAX_SAFE),
+        ("99999999999999999999999999", MAX_SAFE),
+    ] {
+        let output = run(&["decode"], format!("retry: {retry}\n\n").as_bytes());
+        assert!(output.status.success());
+        let text = String::from_utf8(output.stdout).unwrap();
+        // The exact digits, as a JavaScript reader would need them.
+        assert_eq!(
+            text,
+            format!("{{\"final\":true,\"retry_ms\":{printed},\"last_event_id\":\"\"}}\n"),
+            "{retry}"
+        );
+    }
 }

@@ -65,9 +65,12 @@ pub enum Shape {
     MissingVersion,
     /// `jsonrpc` is not the string `"2.0"` (JSONRPC-1).
     WrongVersion,
-    /// `id` is not a string or an integer in the `i64` range, or is null on a request
-    /// (JSONRPC-2).
+    /// `id` is neither a string nor an integer (a fraction, an exponent, a boolean, an
+    /// object or an array), or is null on a request (JSONRPC-2).
     InvalidId,
+    /// `id` is an integer outside the `i64` range. Integer ids are kept as `i64`
+    /// ([`RequestId`]); a JavaScript peer cannot hold integers beyond 2^53 exactly anyway.
+    IdOutOfRange,
     /// A result response without an `id` (JSONRPC-4).
     MissingId,
     /// `method` is not a string.
@@ -83,6 +86,10 @@ pub enum Shape {
     Ambiguous,
     /// An envelope member appears twice; parsers disagree on which one counts.
     DuplicateMember(&'static str),
+    /// The string of an envelope member (`"id"` or `"method"`) holds an unpaired
+    /// surrogate escape (`"\ud800"`): valid JSON, but no Unicode text, so no Rust (or
+    /// JavaScript `TextEncoder`) string can hold it.
+    UnpairedSurrogate(&'static str),
     /// `initialize` inside a batch (BATCH-4, JSONRPC-10).
     InitializeInBatch,
 }
@@ -94,6 +101,9 @@ impl fmt::Display for Shape {
             Self::MissingVersion => f.write_str("missing \"jsonrpc\" member"),
             Self::WrongVersion => f.write_str("\"jsonrpc\" must be \"2.0\""),
             Self::InvalidId => f.write_str("\"id\" must be a string or an integer"),
+            Self::IdOutOfRange => {
+                f.write_str("integer \"id\" out of range (ids must fit in 64 signed bits)")
+            }
             Self::MissingId => f.write_str("response without \"id\""),
             Self::InvalidMethod => f.write_str("\"method\" must be a string"),
             Self::InvalidParams => f.write_str("\"params\" must be an object or an array"),
@@ -107,6 +117,10 @@ impl fmt::Display for Shape {
                 f.write_str("message has more than one of \"method\", \"result\" and \"error\"")
             }
             Self::DuplicateMember(name) => write!(f, "duplicate \"{name}\" member"),
+            Self::UnpairedSurrogate(name) => write!(
+                f,
+                "\"{name}\" holds an unpaired surrogate escape, which is not unicode text"
+            ),
             Self::InitializeInBatch => f.write_str("\"initialize\" must not be part of a batch"),
         }
     }
@@ -115,6 +129,7 @@ impl fmt::Display for Shape {
 /// A JSON value that is not a valid JSON-RPC message (code -32600), with the request id
 /// when it could still be read, so the error response can carry it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ShapeError {
     /// The id, when the `id` member was a valid id.
     pub id: Option<RequestId>,
@@ -185,6 +200,18 @@ impl ParseError {
             Self::Shape(e) => e.id.as_ref(),
             _ => None,
         }
+    }
+
+    /// Whether the text is not JSON at all (a syntax error, or bytes that are not UTF-8),
+    /// as opposed to JSON that is no valid message or that a limit refused.
+    ///
+    /// A tool that only looks ([`Classifier::parse_any`](super::Classifier::parse_any),
+    /// `mcpwire decode`) says nothing about such text: a priming event's empty data or a
+    /// legacy `endpoint` URL is not meant as JSON-RPC. A text nested deeper than
+    /// [`Limits::max_depth`](super::Limits::max_depth) is not in this class: it may well
+    /// be JSON, and the limit is the reason to give.
+    pub const fn is_not_json(&self) -> bool {
+        matches!(self, Self::Json(e) if !e.kind.is_limit())
     }
 }
 

@@ -14,6 +14,11 @@ pub const INLINE_ID_LEN: usize = 22;
 /// the kind. Integer ids and string ids of up to [`INLINE_ID_LEN`] bytes live inside the
 /// value; a longer string is reference-counted, so cloning never copies it.
 ///
+/// Integer ids are `i64`: an integer id outside that range is refused
+/// ([`Shape::IdOutOfRange`](super::Shape::IdOutOfRange)) rather than kept as text or
+/// widened to `u64`. Peers issue small counters, and a JavaScript peer cannot hold an
+/// integer beyond 2^53 exactly, so a larger id could not be echoed back faithfully anyway.
+///
 /// Ordering puts every integer before every string; it exists so ids can key a
 /// `BTreeMap` (the core uses no hasher that would need a random seed).
 #[derive(Clone)]

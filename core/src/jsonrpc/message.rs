@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 
 use super::error::{ErrorCode, ParseError, Shape, ShapeError};
 use super::id::RequestId;
@@ -12,8 +13,9 @@ use crate::version::ProtocolVersion;
 ///
 /// This is how `params`, `result` and error `data` travel: a gateway can forward them
 /// byte for byte, and an application deserializes them with the library of its choice.
-/// To keep one without copying, slice the buffer it came from:
-/// `bytes.slice_ref(raw.as_str().as_bytes())`.
+/// To keep one without copying, keep the message as an
+/// [`Envelope`](super::Envelope) ([`payload_bytes`](super::Envelope::payload_bytes)), or
+/// slice the buffer it came from: `bytes.slice_ref(raw.as_str().as_bytes())`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RawJson<'a>(&'a str);
 
@@ -185,6 +187,8 @@ impl<'a> Message<'a> {
 }
 
 /// Limits on what the classifier accepts. Strict by default.
+///
+/// Used as `jsonrpc::Limits`: [`sse::Limits`](crate::sse::Limits) are the SSE decoder's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     max_depth: usize,
@@ -267,6 +271,15 @@ pub fn classify(text: &[u8]) -> Result<Message<'_>, ParseError> {
     Classifier::default().classify(text)
 }
 
+/// Classifies one message that is already text (an SSE event's data) under default
+/// [`Limits`], without checking UTF-8 again; see [`Classifier::classify_str`].
+///
+/// # Errors
+/// As [`Classifier::classify`].
+pub fn classify_str(text: &str) -> Result<Message<'_>, ParseError> {
+    Classifier::default().classify_str(text)
+}
+
 impl Classifier {
     /// A classifier with these limits.
     pub const fn new(limits: Limits) -> Self {
@@ -294,7 +307,8 @@ impl Classifier {
     }
 
     /// As [`Classifier::classify`], for text already known to be UTF-8 (an SSE event's
-    /// data is), which skips the UTF-8 check.
+    /// data is), which skips the UTF-8 check. Empty text (a priming event's data) is a
+    /// -32700 "unexpected end"; [`classify_event`](Self::classify_event) skips it.
     ///
     /// # Errors
     /// As [`Classifier::classify`].
@@ -317,6 +331,24 @@ impl Classifier {
         message.map_err(ParseError::Shape)
     }
 
+    /// Classifies the data of one SSE event; `Ok(None)` for empty data.
+    ///
+    /// A SEP-1699 priming event (an `id` and one empty `data` line, sent first on a
+    /// resumable stream) carries no message: its empty data is not JSON, and
+    /// [`classify_str`](Self::classify_str) would call it a -32700 "unexpected end". A
+    /// client records the event's id and skips it; this is that skip, so every event of a
+    /// stream can go through one call. Any other data is classified as by `classify_str`
+    /// (whitespace alone is still a -32700).
+    ///
+    /// # Errors
+    /// As [`Classifier::classify`].
+    pub fn classify_event<'a>(&self, data: &'a str) -> Result<Option<Message<'a>>, ParseError> {
+        if data.is_empty() {
+            return Ok(None);
+        }
+        self.classify_str(data).map(Some)
+    }
+
     /// Classifies a body that may be a batch, under the negotiated `version`.
     ///
     /// Batches are accepted for 2025-03-26 only (BATCH-1); later revisions reject them
@@ -334,15 +366,53 @@ impl Classifier {
         text: &'a [u8],
         version: ProtocolVersion,
     ) -> Result<Parsed<'a>, ParseError> {
-        let text = utf8(text)?;
-        let mut sc = Scanner::new(text.as_bytes(), self.limits.max_depth);
-        if sc.peek() != Some(b'[') {
+        self.parse_str(utf8(text)?, Some(version))
+    }
+
+    /// Classifies a text that may be a batch, whatever the revision: for tools that only
+    /// look (a log viewer, `mcpwire decode`), which have no negotiated version and want
+    /// to show what a batch holds rather than refuse it.
+    ///
+    /// It is [`parse`](Self::parse) under a revision that allows batches: the same
+    /// limits, the same errors except [`ParseError::BatchNotAllowed`], which it never
+    /// returns. A server or a client decides with `parse` and the negotiated version.
+    /// [`ParseError::is_not_json`] tells text that is not meant as JSON-RPC at all
+    /// apart from a message that is wrong.
+    ///
+    /// # Errors
+    /// As [`Classifier::parse`], except [`ParseError::BatchNotAllowed`].
+    pub fn parse_any<'a>(&self, text: &'a [u8]) -> Result<Parsed<'a>, ParseError> {
+        self.parse_str(utf8(text)?, None)
+    }
+
+    /// `parse` (`Some(version)`) or `parse_any` (`None`) on text.
+    fn parse_str<'a>(
+        &self,
+        text: &'a str,
+        version: Option<ProtocolVersion>,
+    ) -> Result<Parsed<'a>, ParseError> {
+        if !is_array(text) {
             return self.classify_str(text).map(Parsed::Single);
         }
+        let mut items = Vec::new();
+        self.batch(text, version, |_, item| items.push(item))?;
+        Ok(Parsed::Batch(items))
+    }
+
+    /// Classifies a text that is an array as a batch: validates all of it, checks the
+    /// revision (`None`: any), then hands `each` every element's extent in `text` and its
+    /// classification, in order. The one batch walk of the borrowed and the owned paths.
+    pub(super) fn batch<'a>(
+        &self,
+        text: &'a str,
+        version: Option<ProtocolVersion>,
+        mut each: impl FnMut(Range<usize>, Result<Message<'a>, ShapeError>),
+    ) -> Result<(), ParseError> {
         // Validate the whole text first: invalid JSON is -32700 whatever its shape.
+        let mut sc = Scanner::new(text.as_bytes(), self.limits.max_depth);
         sc.value()?;
         sc.end()?;
-        if !version.allows_batches() {
+        if let Some(version) = version.filter(|v| !v.allows_batches()) {
             return Err(ParseError::BatchNotAllowed { version });
         }
         // The first pass proved the text is JSON within the depth limit, counted the same
@@ -353,37 +423,47 @@ impl Classifier {
         if sc.eat(b']') {
             return Err(ParseError::EmptyBatch);
         }
-        let mut items = Vec::new();
+        let mut len = 0;
         loop {
-            if items.len() == self.limits.max_batch_len {
+            if len == self.limits.max_batch_len {
                 return Err(ParseError::BatchTooLarge {
                     limit: self.limits.max_batch_len,
                 });
             }
-            let item = match sc.peek() {
+            let first = sc.peek();
+            let start = sc.pos();
+            let item = match first {
                 Some(b'{') => object(&mut sc, text)?,
                 _ => {
                     sc.value()?;
                     Err(ShapeError::new(None, Shape::NotAnObject))
                 }
             };
-            items.push(item.and_then(|m| match m {
+            let item = item.and_then(|m| match m {
                 Message::Request(r) if r.method == "initialize" => {
                     Err(ShapeError::new(Some(r.id), Shape::InitializeInBatch))
                 }
                 m => Ok(m),
-            }));
+            });
+            each(start..sc.pos(), item);
+            len += 1;
             if !sc.eat(b',') {
                 break;
             }
         }
         sc.expect(b']')?;
         sc.leave();
-        Ok(Parsed::Batch(items))
+        Ok(())
     }
 }
 
-fn utf8(text: &[u8]) -> Result<&str, ParseError> {
+/// Whether the first byte after whitespace is `[`: the text is a batch, or no message.
+pub(super) fn is_array(text: &str) -> bool {
+    Scanner::new(text.as_bytes(), 0).peek() == Some(b'[')
+}
+
+/// `text` as UTF-8, or the -32700 that points at its first bad byte (JSONRPC-1).
+pub(super) fn utf8(text: &[u8]) -> Result<&str, ParseError> {
     simdutf8::compat::from_utf8(text).map_err(|e| {
         ParseError::Json(JsonError {
             offset: e.valid_up_to(),
@@ -397,7 +477,7 @@ fn utf8(text: &[u8]) -> Result<&str, ParseError> {
 struct Members<'a> {
     version_ok: Option<bool>,
     id: Option<IdMember>,
-    method: Option<Option<Cow<'a, str>>>,
+    method: Option<Result<Cow<'a, str>, NotText>>,
     params: Option<RawJson<'a>>,
     result: Option<RawJson<'a>>,
     error: Option<Option<ErrorObject<'a>>>,
@@ -408,7 +488,17 @@ struct Members<'a> {
 enum IdMember {
     Id(RequestId),
     Null,
-    Invalid,
+    /// Not an id, and why.
+    Invalid(Shape),
+}
+
+/// Why a member that must be a string is not one.
+#[derive(Clone, Copy)]
+enum NotText {
+    /// Another kind of value.
+    NotAString,
+    /// A string holding an unpaired surrogate escape: JSON, but no Unicode text.
+    UnpairedSurrogate,
 }
 
 /// Scans one object (the cursor is on `{`) and classifies it. The outer `Result` is a
@@ -443,7 +533,7 @@ fn object<'a>(
             }
             match name {
                 Some("jsonrpc") => {
-                    m.version_ok = Some(string_member(sc, text)?.is_some_and(|v| v == "2.0"));
+                    m.version_ok = Some(string_member(sc, text)?.is_ok_and(|v| v == "2.0"));
                 }
                 Some("id") => m.id = Some(id_member(sc, text)?),
                 Some("method") => m.method = Some(string_member(sc, text)?),
@@ -482,19 +572,19 @@ fn string_value(text: &str, tok: StrToken) -> Option<Cow<'_, str>> {
     }
 }
 
-/// A member's value if it is a string (`None` for a string holding an unpaired
-/// surrogate); any other value is scanned past and is `None` too.
+/// A member's value if it is a string that holds Unicode text; any other value is
+/// scanned past, and the inner error says what it was instead.
 #[inline]
 fn string_member<'a>(
     sc: &mut Scanner<'a>,
     text: &'a str,
-) -> Result<Option<Cow<'a, str>>, JsonError> {
+) -> Result<Result<Cow<'a, str>, NotText>, JsonError> {
     if sc.peek() == Some(b'"') {
         let tok = sc.string()?;
-        Ok(string_value(text, tok))
+        Ok(string_value(text, tok).ok_or(NotText::UnpairedSurrogate))
     } else {
         sc.value()?;
-        Ok(None)
+        Ok(Err(NotText::NotAString))
     }
 }
 
@@ -509,14 +599,15 @@ fn id_member(sc: &mut Scanner<'_>, text: &str) -> Result<IdMember, JsonError> {
             let tok = sc.string()?;
             match string_value(text, tok) {
                 Some(s) => IdMember::Id(RequestId::string(&s)),
-                None => IdMember::Invalid,
+                None => IdMember::Invalid(Shape::UnpairedSurrogate("id")),
             }
         }
         Some(b'-' | b'0'..=b'9') => {
             let (start, end) = sc.number()?;
             match integer(&text.as_bytes()[start..end]) {
-                Some(n) => IdMember::Id(RequestId::int(n)),
-                None => IdMember::Invalid,
+                Integer::Fits(n) => IdMember::Id(RequestId::int(n)),
+                Integer::OutOfRange => IdMember::Invalid(Shape::IdOutOfRange),
+                Integer::Fraction => IdMember::Invalid(Shape::InvalidId),
             }
         }
         Some(b'n') => {
@@ -524,31 +615,50 @@ fn id_member(sc: &mut Scanner<'_>, text: &str) -> Result<IdMember, JsonError> {
             if &text[start..end] == "null" {
                 IdMember::Null
             } else {
-                IdMember::Invalid
+                IdMember::Invalid(Shape::InvalidId)
             }
         }
         _ => {
             sc.value()?;
-            IdMember::Invalid
+            IdMember::Invalid(Shape::InvalidId)
         }
     })
 }
 
-/// A number token as an `i64`, if it is an integer in range (no fraction, no exponent).
-fn integer(token: &[u8]) -> Option<i64> {
+/// What a number token is as an integer.
+enum Integer {
+    /// An integer in the `i64` range.
+    Fits(i64),
+    /// Digits only, but outside the `i64` range.
+    OutOfRange,
+    /// Not an integer token: a fraction or an exponent.
+    Fraction,
+}
+
+/// A number token as an `i64`: integers are digits only (no fraction, no exponent).
+fn integer(token: &[u8]) -> Integer {
     let (negative, digits) = match token.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, token),
     };
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
+        return Integer::Fraction;
     }
     // Accumulate negatively so i64::MIN fits.
     let mut n: i64 = 0;
     for &d in digits {
-        n = n.checked_mul(10)?.checked_sub(i64::from(d - b'0'))?;
+        match n
+            .checked_mul(10)
+            .and_then(|n| n.checked_sub(i64::from(d - b'0')))
+        {
+            Some(next) => n = next,
+            None => return Integer::OutOfRange,
+        }
     }
-    if negative { Some(n) } else { n.checked_neg() }
+    match if negative { Some(n) } else { n.checked_neg() } {
+        Some(n) => Integer::Fits(n),
+        None => Integer::OutOfRange,
+    }
 }
 
 /// Scans the `error` member; `None` inside when it is JSON but not an error object
@@ -572,7 +682,10 @@ fn error_member<'a>(
                 Some("code") => {
                     let value = if matches!(sc.peek(), Some(b'-' | b'0'..=b'9')) {
                         let (s, e) = sc.number()?;
-                        integer(&text.as_bytes()[s..e])
+                        match integer(&text.as_bytes()[s..e]) {
+                            Integer::Fits(n) => Some(n),
+                            Integer::OutOfRange | Integer::Fraction => None,
+                        }
                     } else {
                         sc.value()?;
                         None
@@ -581,7 +694,7 @@ fn error_member<'a>(
                     code = value.map(ErrorCode);
                 }
                 Some("message") => {
-                    let value = string_member(sc, text)?;
+                    let value = string_member(sc, text)?.ok();
                     ok &= message.is_none() && value.is_some();
                     message = value;
                 }
@@ -612,11 +725,11 @@ fn error_member<'a>(
 
 /// Decides the message kind from the members (JSONRPC-8).
 fn shape(m: Members<'_>) -> Result<Message<'_>, ShapeError> {
-    let (id, id_present, id_valid) = match m.id {
-        Some(IdMember::Id(id)) => (Some(id), true, true),
-        Some(IdMember::Null) => (None, true, true),
-        Some(IdMember::Invalid) => (None, true, false),
-        None => (None, false, true),
+    let (id, id_present, id_fault) = match m.id {
+        Some(IdMember::Id(id)) => (Some(id), true, None),
+        Some(IdMember::Null) => (None, true, None),
+        Some(IdMember::Invalid(shape)) => (None, true, Some(shape)),
+        None => (None, false, None),
     };
     let fail = |id, shape| Err(ShapeError::new(id, shape));
     if let Some(name) = m.duplicate {
@@ -629,13 +742,17 @@ fn shape(m: Members<'_>) -> Result<Message<'_>, ShapeError> {
         Some(false) => return fail(id, Shape::WrongVersion),
         Some(true) => {}
     }
-    if !id_valid {
-        return fail(id, Shape::InvalidId);
+    if let Some(shape) = id_fault {
+        return fail(id, shape);
     }
     match (m.method, m.result, m.error) {
         (Some(method), None, None) => {
-            let Some(method) = method else {
-                return fail(id, Shape::InvalidMethod);
+            let method = match method {
+                Ok(method) => method,
+                Err(NotText::NotAString) => return fail(id, Shape::InvalidMethod),
+                Err(NotText::UnpairedSurrogate) => {
+                    return fail(id, Shape::UnpairedSurrogate("method"));
+                }
             };
             if m.params
                 .is_some_and(|p| !matches!(p.as_str().as_bytes()[0], b'{' | b'['))

@@ -17,12 +17,39 @@
 //! # Ok::<(), mcpwire::jsonrpc::ParseError>(())
 //! ```
 //!
+//! - [`classify`] takes bytes (an HTTP body) and checks UTF-8; [`classify_str`] takes
+//!   text already known to be UTF-8 (an SSE event's data) and does not check it again.
 //! - [`Classifier::parse`] also takes batches, by negotiated [`ProtocolVersion`](crate::ProtocolVersion)
-//!   (BATCH-1, BATCH-6).
-//! - [`MessageBuf`] encodes requests, notifications, results and errors into a reusable
-//!   buffer; its text is one SSE `data:` line or, split off, an HTTP body.
+//!   (BATCH-1, BATCH-6); [`Classifier::parse_any`] takes them whatever the revision, for
+//!   tools that only look.
+//! - [`Envelope`] is the owned message, for messages that outlive the input call: it
+//!   keeps the input's [`Utf8Bytes`](crate::Utf8Bytes) (no copy) and where the parts lie
+//!   in it ([`Classifier::envelope`], [`Classifier::envelopes`] for batches).
+//! - [`Outgoing`] describes a message to send and writes it, once, into an HTTP body
+//!   ([`Outgoing::write`], [`MessageBuf`]) or straight into an SSE frame
+//!   ([`Outgoing::encode_frame`]).
 //! - [`Pending`] correlates responses with the client's requests by id; [`InFlight`]
 //!   catches a peer reusing an id still in flight on the server side (JSONRPC-3).
+//!
+//! # Priming events
+//!
+//! A resumable SSE stream starts with a SEP-1699 priming event: an `id` and empty data.
+//! Empty data is not JSON, so [`classify_str`] answers -32700 "unexpected end of json at
+//! byte 0" for it. A client skips it with [`Classifier::classify_event`], which answers
+//! `Ok(None)` for empty data and classifies any other.
+//!
+//! # Ids
+//!
+//! A [`RequestId`] is a string or an `i64` integer. An integer id beyond the `i64` range
+//! is refused as [`Shape::IdOutOfRange`] (a JavaScript peer cannot hold integers beyond
+//! 2^53 exactly anyway), and a string id or method holding an unpaired surrogate escape
+//! (`"\ud800"`, JSON but no Unicode text) as [`Shape::UnpairedSurrogate`].
+//!
+//! # Names shared with `sse`
+//!
+//! [`Limits`] and [`EncodeError`] have namesakes in [`sse`](crate::sse) (the decoder's
+//! limits, an SSE field that cannot be encoded). Use each through its module path,
+//! `jsonrpc::Limits` and `sse::Limits`, and do not import both bare.
 //!
 //! Why not simd-json's value or tape API on the fast path: both build a node for every
 //! value in the document, copy (unescape) every string, and keep no source offsets, so
@@ -31,18 +58,20 @@
 //! bodies eight bytes at a time; the `jsonrpc` bench measures it against simd-json and serde_json side by side.
 
 mod encode;
+mod envelope;
 mod error;
 mod id;
 mod message;
 mod pending;
 mod scan;
 
-pub use encode::{EncodeError, Json, MessageBuf, ToJson};
+pub use encode::{EncodeError, Json, MessageBuf, Outgoing, ToJson};
+pub use envelope::{Envelope, Envelopes, body_text};
 pub use error::{ErrorCode, ParseError, Shape, ShapeError};
 pub use id::{INLINE_ID_LEN, RequestId};
 pub use message::{
     Classifier, ErrorObject, ErrorResponse, Kind, Limits, Message, Notification, Parsed, RawJson,
-    Request, Response, classify,
+    Request, Response, classify, classify_str,
 };
 pub use pending::{InFlight, InFlightError, Pending, PendingError, Resolution};
 pub use scan::{JsonError, JsonErrorKind};

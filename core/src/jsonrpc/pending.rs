@@ -1,7 +1,7 @@
 //! Correlation: the client's table of requests awaiting responses, and the server's
 //! per-session set of request ids in flight.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::Instant;
 
@@ -93,12 +93,40 @@ struct Entry<T> {
 /// is recognised ([`Resolution::Stale`]) without remembering finished requests. Lookups
 /// are `O(log n)` in a `BTreeMap`; the core keeps no hash map that would need a random
 /// seed. Time is an argument: the table never reads a clock.
+///
+/// # Driving the deadlines
+///
+/// As every time-driven type of the core: [`poll_timeout`](Self::poll_timeout) gives
+/// the earliest deadline; at that time the driver calls
+/// [`handle_timeout(now)`](Self::handle_timeout), which expires every request due by
+/// `now`, then drains [`poll_expired`](Self::poll_expired) until `None` and fails each
+/// request it returns (-32001, and a `notifications/cancelled` to the peer).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use mcpwire::jsonrpc::{Pending, Resolution};
+///
+/// let t0 = Instant::now();
+/// let mut pending = Pending::new(16);
+/// let id = pending.register("caller", Some(t0 + Duration::from_secs(30)))?;
+/// assert_eq!(pending.poll_timeout(), Some(t0 + Duration::from_secs(30)));
+///
+/// pending.handle_timeout(t0 + Duration::from_secs(31));
+/// assert_eq!(pending.poll_expired(), Some((id.clone(), "caller")));
+/// assert_eq!(pending.poll_expired(), None);
+/// // A response that arrives now is too late.
+/// assert_eq!(pending.resolve(&id), Resolution::Stale);
+/// # Ok::<(), mcpwire::jsonrpc::PendingError>(())
+/// ```
 #[derive(Debug)]
 pub struct Pending<T> {
     // INVARIANT: every key of `entries` is in 1..next; every (deadline, id) in
-    // `deadlines` belongs to an entry of `entries` with that deadline, and back.
+    // `deadlines` belongs to an entry of `entries` with that deadline, and back. An id in
+    // `expired` is in 1..next and not in `entries`. entries.len() + expired.len() <= max
+    // after every register.
     entries: BTreeMap<i64, Entry<T>>,
     deadlines: BTreeSet<(Instant, i64)>,
+    expired: VecDeque<(i64, T)>,
     next: i64,
     max: usize,
 }
@@ -112,6 +140,7 @@ impl<T> Pending<T> {
         Self {
             entries: BTreeMap::new(),
             deadlines: BTreeSet::new(),
+            expired: VecDeque::new(),
             next: 1,
             max: max_pending,
         }
@@ -121,13 +150,15 @@ impl<T> Pending<T> {
     /// the response arrives, the request is cancelled, or `deadline` passes.
     ///
     /// # Errors
-    /// [`PendingError::TooMany`] when the table is full; [`PendingError::IdsExhausted`].
+    /// [`PendingError::TooMany`] when the table is full: expired requests not yet taken
+    /// with [`poll_expired`](Self::poll_expired) count against the limit too, so memory
+    /// stays bounded however the driver polls. [`PendingError::IdsExhausted`].
     pub fn register(
         &mut self,
         token: T,
         deadline: Option<Instant>,
     ) -> Result<RequestId, PendingError> {
-        if self.entries.len() >= self.max {
+        if self.entries.len() + self.expired.len() >= self.max {
             return Err(PendingError::TooMany { limit: self.max });
         }
         let id = self.next;
@@ -161,7 +192,8 @@ impl<T> Pending<T> {
     /// Removes every pending request and returns them with their tokens, in id order:
     /// when the connection or the session is gone (fail each with -32000, or re-send).
     /// Ids keep counting, so a late response to a drained request is
-    /// [`Resolution::Stale`], never matched to a newer request.
+    /// [`Resolution::Stale`], never matched to a newer request. Requests already expired
+    /// stay queued for [`poll_expired`](Self::poll_expired): each token comes out once.
     pub fn drain(&mut self) -> impl Iterator<Item = (RequestId, T)> + use<T> {
         self.deadlines.clear();
         std::mem::take(&mut self.entries)
@@ -169,22 +201,37 @@ impl<T> Pending<T> {
             .map(|(id, entry)| (RequestId::int(id), entry.token))
     }
 
-    /// The earliest deadline of a pending request.
+    /// The earliest deadline of a pending request: when to call
+    /// [`handle_timeout`](Self::handle_timeout).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.deadlines.first().map(|&(at, _)| at)
     }
 
-    /// Expires one request whose deadline is at or before `now`, returning its id and
-    /// token; call until `None`. Calling it early is a no-op.
-    #[must_use]
-    pub fn poll_expired(&mut self, now: Instant) -> Option<(RequestId, T)> {
-        let &(at, id) = self.deadlines.first()?;
-        if at > now {
-            return None;
+    /// Expires every pending request whose deadline is at or before `now`, earliest
+    /// deadline first (ties by id); [`poll_expired`](Self::poll_expired) hands them out.
+    /// An expired request is no longer pending: a response to it is
+    /// [`Resolution::Stale`]. Calling it early is a no-op.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&(at, id)) = self.deadlines.first() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop_first();
+            // INVARIANT: a deadline belongs to an entry.
+            if let Some(entry) = self.entries.remove(&id) {
+                self.expired.push_back((id, entry.token));
+            }
         }
-        let token = self.remove(id)?;
-        Some((RequestId::int(id), token))
+    }
+
+    /// The next request that [`handle_timeout`](Self::handle_timeout) expired, with its
+    /// token; call until `None`.
+    #[must_use]
+    pub fn poll_expired(&mut self) -> Option<(RequestId, T)> {
+        self.expired
+            .pop_front()
+            .map(|(id, token)| (RequestId::int(id), token))
     }
 
     /// Whether `id` is pending.
@@ -192,7 +239,7 @@ impl<T> Pending<T> {
         id.as_int().is_some_and(|n| self.entries.contains_key(&n))
     }
 
-    /// Requests pending.
+    /// Requests pending (expired ones not counted).
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -314,11 +361,16 @@ mod tests {
         let early = p.register(1, Some(t0 + s)).unwrap();
         let never = p.register(0, None).unwrap();
         assert_eq!(p.poll_timeout(), Some(t0 + s));
-        assert_eq!(p.poll_expired(t0), None);
-        assert_eq!(p.poll_expired(t0 + 3 * s), Some((early, 1)));
-        assert_eq!(p.poll_expired(t0 + 3 * s), Some((late.clone(), 2)));
-        assert_eq!(p.poll_expired(t0 + 3 * s), None);
+        p.handle_timeout(t0);
+        assert_eq!(p.poll_expired(), None);
+        assert_eq!(p.len(), 3);
+        p.handle_timeout(t0 + 3 * s);
         assert_eq!(p.poll_timeout(), None);
+        assert_eq!(p.len(), 1);
+        assert!(!p.contains(&early));
+        assert_eq!(p.poll_expired(), Some((early, 1)));
+        assert_eq!(p.poll_expired(), Some((late.clone(), 2)));
+        assert_eq!(p.poll_expired(), None);
         assert_eq!(p.resolve(&late), Resolution::Stale);
         assert_eq!(p.resolve(&never), Resolution::Matched(0));
     }
@@ -330,7 +382,8 @@ mod tests {
         let id = p.register((), Some(t0)).unwrap();
         assert_eq!(p.resolve(&id), Resolution::Matched(()));
         assert_eq!(p.poll_timeout(), None);
-        assert_eq!(p.poll_expired(t0), None);
+        p.handle_timeout(t0);
+        assert_eq!(p.poll_expired(), None);
     }
 
     #[test]
@@ -345,6 +398,23 @@ mod tests {
         assert_ne!(c, a);
         assert_eq!(p.resolve(&a), Resolution::Stale);
         assert_eq!(p.resolve(&c), Resolution::Matched("c"));
+    }
+
+    #[test]
+    fn expired_requests_not_yet_polled_count_against_the_limit() {
+        let t0 = Instant::now();
+        let mut p = Pending::new(1);
+        let id = p.register("a", Some(t0)).unwrap();
+        p.handle_timeout(t0);
+        assert!(p.is_empty());
+        assert_eq!(
+            p.register("b", None),
+            Err(PendingError::TooMany { limit: 1 })
+        );
+        // Drained requests do not include expired ones: each token comes out once.
+        assert_eq!(p.drain().count(), 0);
+        assert_eq!(p.poll_expired(), Some((id, "a")));
+        assert!(p.register("b", None).is_ok());
     }
 
     #[test]

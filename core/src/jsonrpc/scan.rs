@@ -16,8 +16,10 @@ use std::fmt;
 /// Hard cap on nesting depth: the size of the fixed bit stack.
 pub(crate) const MAX_DEPTH_CAP: usize = 1024;
 
-/// Why a text is not JSON, and where.
+/// Why a text is not JSON, and where; or, for [`JsonErrorKind::TooDeep`], why a limit
+/// refused it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JsonError {
     /// Byte offset into the text where the problem was found.
     pub offset: usize,
@@ -43,11 +45,20 @@ pub enum JsonErrorKind {
     TrailingCharacters,
     /// The text is not UTF-8.
     InvalidUtf8,
-    /// Nesting deeper than the configured limit.
+    /// Nesting deeper than the configured limit. A limit, not a syntax error: the text
+    /// may well be JSON (the scanner stops where the limit is reached).
     TooDeep {
         /// The configured maximum depth.
         limit: usize,
     },
+}
+
+impl JsonErrorKind {
+    /// Whether this is a limit of the classifier ([`TooDeep`](Self::TooDeep)) rather
+    /// than a proof that the text is not JSON.
+    pub const fn is_limit(&self) -> bool {
+        matches!(self, Self::TooDeep { .. })
+    }
 }
 
 impl fmt::Display for JsonError {
@@ -130,6 +141,11 @@ impl<'a> Scanner<'a> {
             max_depth: max_depth.min(MAX_DEPTH_CAP),
             base: 0,
         }
+    }
+
+    /// The cursor: the offset of the next byte to scan.
+    pub(crate) const fn pos(&self) -> usize {
+        self.pos
     }
 
     fn err(&self, kind: JsonErrorKind) -> JsonError {
