@@ -35,13 +35,13 @@ pub fn mcpwire(chunks: &[Bytes]) -> Counts {
     counts
 }
 
-/// Like [`mcpwire`], but drains with [`poll_item_ref`](Decoder::poll_item_ref): items are
+/// Like [`mcpwire()`], but drains with [`poll_item_ref`](Decoder::poll_item_ref): items are
 /// borrowed from the decoder, so no reference count is touched per event. This is the
 /// path of a consumer that parses each event's JSON in place.
 ///
 /// # Panics
 ///
-/// As [`mcpwire`].
+/// As [`mcpwire()`].
 pub fn mcpwire_ref(chunks: &[Bytes]) -> Counts {
     let mut decoder = Decoder::new(Limits::default());
     let mut counts = Counts::default();

@@ -114,13 +114,6 @@ impl Utf8Bytes {
     pub fn into_bytes(self) -> Bytes {
         self.0
     }
-
-    /// Wraps bytes the caller has already validated.
-    #[inline]
-    pub(crate) fn from_validated(bytes: Bytes) -> Self {
-        debug_assert!(std::str::from_utf8(&bytes).is_ok());
-        Self(bytes)
-    }
 }
 
 /// UTF-8 text borrowed from the decoder: its zero-refcount view.

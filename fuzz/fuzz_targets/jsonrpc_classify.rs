@@ -1,5 +1,5 @@
 //! `jsonrpc_classify`: arbitrary bytes as one HTTP body or SSE event's data, classified
-//! as JSON-RPC (TRANSPORT.md §3 JSONRPC-*, §12 BATCH-*).
+//! as JSON-RPC (docs/requirements.md §3 JSONRPC-*, §12 BATCH-*).
 //!
 //! Checks:
 //! 1. `classify` and `Classifier::parse` under 2025-03-26 (batches) and 2025-11-25 (no

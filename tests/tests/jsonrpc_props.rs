@@ -1,4 +1,4 @@
-//! Property tests for the JSON-RPC envelope (`mcpwire::jsonrpc`; TRANSPORT.md §3
+//! Property tests for the JSON-RPC envelope (`mcpwire::jsonrpc`; docs/requirements.md §3
 //! JSONRPC-* and §12 BATCH-*):
 //!
 //! - (a) build → encode → classify round trip: requests, notifications, results, errors
@@ -1294,7 +1294,7 @@ fn model_error(v: &V) -> Result<Option<(i64, String, Option<String>)>, TestCaseE
     })
 }
 
-/// JSONRPC-8, literally, from TRANSPORT.md §3 (and JSON-RPC 2.0 for `params`):
+/// JSONRPC-8, literally, from docs/requirements.md §3 (and JSON-RPC 2.0 for `params`):
 /// - duplicate envelope members ⇒ invalid (two parsers would read different messages);
 /// - `jsonrpc` must be the string `"2.0"` (JSONRPC-1);
 /// - an `id` that is not a string or an `i64` integer (null aside) ⇒ invalid (JSONRPC-2);

@@ -1,5 +1,5 @@
 //! JSON-RPC envelope vectors, named after the JSONRPC-n and BATCH-n requirements of
-//! TRANSPORT.md: classification, the -32700 / -32600 split, id recovery, payloads kept
+//! docs/requirements.md: classification, the -32700 / -32600 split, id recovery, payloads kept
 //! byte for byte, batches by protocol version, and the encoder's output.
 
 use std::borrow::Cow;

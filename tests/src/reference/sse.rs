@@ -1,5 +1,5 @@
 //! A spec-literal `text/event-stream` decoder, and a driver that runs mcpwire's
-//! [`Decoder`](mcpwire::sse::Decoder) into the same owned form.
+//! [`Decoder`] into the same owned form.
 //!
 //! [`decode`] is a transcription of WHATWG HTML §9.2.5 "Parsing an event stream" and
 //! §9.2.6 "Interpreting an event stream". It takes the whole stream at once, allocates
