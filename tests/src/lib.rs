@@ -15,3 +15,9 @@ pub mod reference {
     pub mod resume;
     pub mod sse;
 }
+
+/// The README's Rust examples, compiled and run as doc tests, so the README stays true to
+/// the code.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExamples;
