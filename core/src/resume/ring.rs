@@ -154,6 +154,10 @@ pub struct ReplayRing {
     /// the store's rings oldest first for its byte budget; in a ring used alone (whose
     /// appends never carry a stamp) `stamps` is empty.
     stamps: VecDeque<u64>,
+    /// In a ring of a [`MemoryStore`](super::MemoryStore): the stamp under which the
+    /// store's budget index holds this ring, a lower bound of `stamps.front()` (see
+    /// `Ledger::fronts`); `None` when it is not in the index.
+    pub(super) indexed_front: Option<u64>,
     /// The sequence number of the next frame. INVARIANT: only grows.
     next_seq: u64,
     /// INVARIANT: the sum of `frames[i].len()`, and `bytes <= limits.max_bytes`.
@@ -173,6 +177,7 @@ impl ReplayRing {
             frames: VecDeque::new(),
             times: VecDeque::new(),
             stamps: VecDeque::new(),
+            indexed_front: None,
             next_seq: 0,
             bytes: 0,
             last_now: None,

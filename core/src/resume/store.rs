@@ -353,29 +353,6 @@ struct RingKey {
     ring: RingId,
 }
 
-/// What the store's indexes record of one ring.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Front {
-    /// The ring's [`ReplayRing::poll_timeout`].
-    deadline: Option<Instant>,
-    /// The stamp of its oldest retained frame.
-    stamp: Option<u64>,
-}
-
-impl Front {
-    const NONE: Self = Self {
-        deadline: None,
-        stamp: None,
-    };
-
-    fn of(ring: &ReplayRing) -> Self {
-        Self {
-            deadline: ring.poll_timeout(),
-            stamp: ring.front_stamp(),
-        }
-    }
-}
-
 /// The store-wide accounting of a [`MemoryStore`]'s rings, kept exact by running every
 /// change to a ring through [`track`](Self::track) (or [`forget`](Self::forget)).
 #[derive(Debug, Default)]
@@ -385,9 +362,16 @@ struct Ledger {
     /// `(deadline, ring)` for every ring with a deadline: the store's next deadline is the
     /// first. INVARIANT: one entry per ring whose `poll_timeout` is `Some`, with its value.
     deadlines: BTreeSet<(Instant, RingKey)>,
-    /// `(stamp, ring)` of every ring's oldest retained frame: the first is the oldest frame
-    /// of the whole store, which the budget evicts first. INVARIANT: one entry per
-    /// non-empty ring, with its `front_stamp`.
+    /// `(stamp, ring)` for every non-empty ring, `stamp` being a lower bound of the stamp
+    /// of its oldest retained frame: the budget's way to the oldest frame of the whole
+    /// store. INVARIANT: one entry per non-empty ring, equal to its `indexed_front`, and
+    /// at most its `front_stamp` (none for an empty ring).
+    ///
+    /// A lower bound, not the exact stamp, so that a ring that evicts its own oldest frame
+    /// (every append of a full ring) costs the index nothing: stamps only grow, so the old
+    /// entry stays a lower bound. [`evict_oldest`](MemoryStore::evict_oldest) makes the
+    /// first entry exact before it trusts it; since every other entry is at most its
+    /// ring's true stamp, an exact first entry is the true oldest frame.
     fronts: BTreeSet<(u64, RingKey)>,
 }
 
@@ -400,37 +384,50 @@ impl Ledger {
         ring: &mut ReplayRing,
         f: impl FnOnce(&mut ReplayRing) -> R,
     ) -> R {
-        let (front, bytes) = (Front::of(ring), ring.retained_bytes());
+        let (deadline, bytes) = (ring.poll_timeout(), ring.retained_bytes());
         let result = f(ring);
         // No underflow: `self.bytes` includes the ring's `bytes`.
         self.bytes = self.bytes - bytes + ring.retained_bytes();
-        self.reindex(key, front, Front::of(ring));
+        self.set_deadline(key, deadline, ring.poll_timeout());
+        match (ring.indexed_front, ring.front_stamp()) {
+            (None, Some(stamp)) => self.index_front(key, ring, Some(stamp)),
+            (Some(_), None) => self.index_front(key, ring, None),
+            // Still a lower bound: stamps only grow (see `fronts`).
+            _ => {}
+        }
         result
     }
 
     /// Removes a dropped ring's share.
-    fn forget(&mut self, key: RingKey, ring: &ReplayRing) {
+    fn forget(&mut self, key: RingKey, ring: &mut ReplayRing) {
         self.bytes -= ring.retained_bytes();
-        self.reindex(key, Front::of(ring), Front::NONE);
+        self.set_deadline(key, ring.poll_timeout(), None);
+        self.index_front(key, ring, None);
     }
 
-    fn reindex(&mut self, key: RingKey, before: Front, after: Front) {
-        if before.deadline != after.deadline {
-            if let Some(at) = before.deadline {
+    fn set_deadline(&mut self, key: RingKey, before: Option<Instant>, after: Option<Instant>) {
+        if before != after {
+            if let Some(at) = before {
                 self.deadlines.remove(&(at, key));
             }
-            if let Some(at) = after.deadline {
+            if let Some(at) = after {
                 self.deadlines.insert((at, key));
             }
         }
-        if before.stamp != after.stamp {
-            if let Some(stamp) = before.stamp {
-                self.fronts.remove(&(stamp, key));
-            }
-            if let Some(stamp) = after.stamp {
-                self.fronts.insert((stamp, key));
-            }
+    }
+
+    /// Indexes `ring` (of `key`) under `stamp`, or takes it out of the index.
+    fn index_front(&mut self, key: RingKey, ring: &mut ReplayRing, stamp: Option<u64>) {
+        if ring.indexed_front == stamp {
+            return;
         }
+        if let Some(old) = ring.indexed_front {
+            self.fronts.remove(&(old, key));
+        }
+        if let Some(new) = stamp {
+            self.fronts.insert((new, key));
+        }
+        ring.indexed_front = stamp;
     }
 }
 
@@ -541,15 +538,24 @@ where
 
     /// Evicts the oldest frame of the whole store; false if no frame is retained.
     fn evict_oldest(&mut self) -> bool {
-        let Some(&(_, key)) = self.ledger.fronts.first() else {
-            return false;
-        };
-        let ring = self
-            .rings
-            .get_mut(&key)
-            .expect("every indexed ring is open");
-        self.ledger.track(key, ring, ReplayRing::pop_front);
-        true
+        while let Some(&(stamp, key)) = self.ledger.fronts.first() {
+            let ring = self
+                .rings
+                .get_mut(&key)
+                .expect("every indexed ring is open");
+            let front = ring.front_stamp();
+            if front != Some(stamp) {
+                // A stale lower bound: make it exact, and look at the first entry again.
+                self.ledger.index_front(key, ring, front);
+                continue;
+            }
+            self.ledger.track(key, ring, ReplayRing::pop_front);
+            // Exact again right away: this ring is the likeliest to be asked next.
+            let front = ring.front_stamp();
+            self.ledger.index_front(key, ring, front);
+            return true;
+        }
+        false
     }
 }
 
@@ -646,8 +652,11 @@ where
         let Some(ring) = self.rings.get_mut(&key) else {
             return Replay::UnknownRing;
         };
-        self.ledger
-            .track(key, ring, |ring| ring.handle_timeout(now));
+        if ring.poll_timeout().is_some_and(|at| at <= now) {
+            // Only a due ring has anything to expire (and the store keeps the clock).
+            self.ledger
+                .track(key, ring, |ring| ring.handle_timeout(now));
+        }
         ring.locate(after)
     }
 
@@ -659,10 +668,10 @@ where
             session: entry.key,
             ring,
         };
-        let Some(dropped) = self.rings.remove(&key) else {
+        let Some(mut dropped) = self.rings.remove(&key) else {
             return;
         };
-        self.ledger.forget(key, &dropped);
+        self.ledger.forget(key, &mut dropped);
         entry.rings -= 1;
         if entry.rings == 0 {
             self.sessions.remove(session);
@@ -683,8 +692,8 @@ where
         };
         // One ring at a time (O(log n) each), so dropping allocates nothing.
         while let Some((&key, _)) = self.rings.range(first..=last).next() {
-            if let Some(dropped) = self.rings.remove(&key) {
-                self.ledger.forget(key, &dropped);
+            if let Some(mut dropped) = self.rings.remove(&key) {
+                self.ledger.forget(key, &mut dropped);
             }
         }
     }
