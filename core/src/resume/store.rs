@@ -301,10 +301,11 @@ impl Default for StoreLimits {
 /// deadline ([`poll_timeout`](EventStore::poll_timeout)) is the first entry of an ordered
 /// index of ring deadlines, O(log n), and
 /// [`handle_timeout`](EventStore::handle_timeout) touches only the rings that are due. An
-/// append costs a few O(log n) updates of that index and of the budget's index of each
-/// ring's oldest frame, and allocates nothing once the rings have grown to their steady
-/// size (in an index of more than 11 rings, moving an entry may now and then split or
-/// merge a B-tree node).
+/// append updates the deadline index when its ring's deadline moves (rings with an age
+/// limit), and the budget's index of each ring's oldest frame only when the ring goes
+/// from empty to not or back, or when the budget evicts (O(log n) each); it allocates
+/// nothing once the rings have grown to their steady size (in an index of more than 11
+/// rings, moving an entry may now and then split or merge a B-tree node).
 ///
 /// # Time
 ///
