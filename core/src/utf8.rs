@@ -367,6 +367,15 @@ impl Chunk {
         Some(Utf8Ref::in_owner(&self.bytes, text))
     }
 
+    /// `bytes[start..end]` as owned text (a slice of the chunk, no copy), under the same
+    /// condition as [`text`](Self::text).
+    #[inline]
+    pub(crate) fn text_bytes(&self, start: usize, end: usize) -> Option<Utf8Bytes> {
+        self.text(start, end)?;
+        // `text` checked that the range is valid UTF-8 on character boundaries.
+        Some(Utf8Bytes(self.bytes.slice(start..end)))
+    }
+
     /// The valid span as `&str`.
     #[inline(always)]
     fn valid_str(&self) -> &str {

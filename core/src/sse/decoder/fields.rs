@@ -49,14 +49,21 @@ impl<'a> Src<'a> {
 
     /// `[start..end]` as owned text: shared when valid, else decoded with replacement.
     fn owned(self, start: usize, end: usize) -> Utf8Bytes {
-        match self.valid(start, end) {
-            Some(text) => text.to_bytes(),
-            None => match self {
-                Self::Chunk(chunk) => Utf8Bytes::from_bytes_lossy(chunk.bytes().slice(start..end)),
-                Self::Text(text) => Utf8Bytes::from_bytes_lossy(text.as_bytes().slice(start..end)),
-                Self::Raw(raw) => Utf8Bytes::from_bytes_lossy(raw.slice(start..end)),
-            },
-        }
+        let valid = match self {
+            Self::Chunk(chunk) => chunk.text_bytes(start, end),
+            Self::Text(text) => text.get(start..end),
+            Self::Raw(_) => None,
+        };
+        valid.unwrap_or_else(|| {
+            // Shared, not copied, if the slice turns out valid (a line after an invalid
+            // sequence in the same chunk).
+            let bytes = match self {
+                Self::Chunk(chunk) => chunk.bytes().slice(start..end),
+                Self::Text(text) => text.as_bytes().slice(start..end),
+                Self::Raw(raw) => raw.slice(start..end),
+            };
+            Utf8Bytes::from_bytes_lossy(bytes)
+        })
     }
 
     /// `[start..end]` as text to copy: borrowed when valid, else decoded with replacement.
@@ -153,12 +160,18 @@ pub(super) enum FieldValue {
     Owned(Utf8Bytes),
 }
 
+const IN_SPAN: &str = "INVARIANT: in-chunk values lie in the front chunk's valid span";
+
 /// The text of an in-chunk range, which its INVARIANT says is in the valid span.
 #[inline(always)]
 pub(super) fn in_chunk(chunk: &Chunk, start: usize, end: usize) -> Utf8Ref<'_> {
-    chunk
-        .text(start, end)
-        .expect("INVARIANT: in-chunk values lie in the front chunk's valid span")
+    chunk.text(start, end).expect(IN_SPAN)
+}
+
+/// An in-chunk range as owned text: a slice of the chunk (one reference count).
+#[inline]
+pub(super) fn in_chunk_bytes(chunk: &Chunk, start: usize, end: usize) -> Utf8Bytes {
+    chunk.text_bytes(start, end).expect(IN_SPAN)
 }
 
 impl FieldValue {
@@ -173,7 +186,7 @@ impl FieldValue {
     /// Keeps an `InChunk` value alive past `chunk`, which is about to be dropped.
     fn detach(&mut self, chunk: &Chunk) {
         if let Self::InChunk { start, end } = *self {
-            *self = Self::Owned(in_chunk(chunk, start, end).to_bytes());
+            *self = Self::Owned(in_chunk_bytes(chunk, start, end));
         }
     }
 
@@ -189,7 +202,11 @@ impl FieldValue {
 
     /// The value, owned (a reference count, no copy); `chunk` is the front chunk.
     pub(super) fn to_bytes(&self, chunk: &Chunk) -> Utf8Bytes {
-        self.view(chunk).to_bytes()
+        match self {
+            Self::Empty => Utf8Bytes::new(),
+            Self::InChunk { start, end } => in_chunk_bytes(chunk, *start, *end),
+            Self::Owned(value) => value.clone(),
+        }
     }
 
     /// The value, owned, leaving `Empty`.
@@ -218,7 +235,7 @@ impl Fields {
     pub(super) fn detach(&mut self, chunk: &Chunk) {
         if let Data::InChunk { start, end } = self.data {
             // One reference count.
-            self.data = Data::One(in_chunk(chunk, start, end).to_bytes());
+            self.data = Data::One(in_chunk_bytes(chunk, start, end));
         }
         self.event_type.detach(chunk);
         if let Some(id) = &mut self.id_buf {

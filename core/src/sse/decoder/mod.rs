@@ -268,7 +268,7 @@ impl Decoder {
     fn take_event(&mut self) -> Event {
         let f = &mut self.fields;
         let data = match std::mem::take(&mut f.data) {
-            Data::InChunk { start, end } => in_chunk(&self.front, start, end).to_bytes(),
+            Data::InChunk { start, end } => fields::in_chunk_bytes(&self.front, start, end),
             Data::One(data) => data,
             Data::Many => f.multi.split(),
             Data::None => unreachable!("dispatch leaves data"),
