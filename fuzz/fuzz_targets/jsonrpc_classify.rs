@@ -77,7 +77,8 @@ fn check_frame(msg: &Message<'_>, text: &str) {
     let mut expected = BytesMut::new();
     Encoder::new().encode_event(&fields, text, &mut expected);
     let mut frame = BytesMut::from(&b": before\n\n"[..]);
-    with_outgoing(msg, |o| o.encode_frame(&fields, &mut frame)).expect("RawJson payloads always encode");
+    with_outgoing(msg, |o| o.encode_frame(&fields, &mut frame))
+        .expect("RawJson payloads always encode");
     assert_eq!(&frame[..10], b": before\n\n");
     assert_eq!(&frame[10..], &expected[..], "frame of {text:?}");
 }
@@ -85,21 +86,33 @@ fn check_frame(msg: &Message<'_>, text: &str) {
 /// 4. An envelope says what the borrowed message says; its text is a slice of `input`.
 fn check_envelope(e: &Envelope, msg: &Message<'_>, input: &Utf8Bytes) {
     assert_eq!(&e.message(), msg);
-    assert_eq!((e.kind(), e.id(), e.method()), (msg.kind(), msg.id(), msg.method()));
-    assert_eq!(e.payload_bytes().as_deref(), e.payload().map(|p| p.as_str()));
+    assert_eq!(
+        (e.kind(), e.id(), e.method()),
+        (msg.kind(), msg.id(), msg.method())
+    );
+    assert_eq!(
+        e.payload_bytes().as_deref(),
+        e.payload().map(|p| p.as_str())
+    );
     assert!(input.as_bytes().as_ptr_range().contains(&e.text().as_ptr()));
 }
 
 /// 4.
 fn check_envelopes(text: &str, classifier: &Classifier) {
     let input = Utf8Bytes::from(text.to_owned());
-    match (classifier.envelope(input.clone()), classifier.classify_str(text)) {
+    match (
+        classifier.envelope(input.clone()),
+        classifier.classify_str(text),
+    ) {
         (Ok(e), Ok(msg)) => check_envelope(&e, &msg, &input),
         (Err(a), Err(b)) => assert_eq!(a, b),
         (a, b) => panic!("envelope {a:?}, classify {b:?}"),
     }
     for v in VERSIONS {
-        match (classifier.envelopes(input.clone(), v), classifier.parse(text.as_bytes(), v)) {
+        match (
+            classifier.envelopes(input.clone(), v),
+            classifier.parse(text.as_bytes(), v),
+        ) {
             (Ok(Envelopes::Single(e)), Ok(Parsed::Single(msg))) => check_envelope(&e, &msg, &input),
             (Ok(Envelopes::Batch(owned)), Ok(Parsed::Batch(items))) => {
                 assert_eq!(owned.len(), items.len());
