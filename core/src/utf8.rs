@@ -367,6 +367,15 @@ impl Chunk {
         Some(Utf8Ref::in_owner(&self.bytes, text))
     }
 
+    /// Whether `bytes[start..end]` lies in the valid span: the cheap test for keeping a
+    /// value as a range of the chunk. Reading it ([`text`](Self::text)) also checks the
+    /// character boundaries, which a range between line ends and ASCII separators always
+    /// meets.
+    #[inline(always)]
+    pub(crate) fn in_span(&self, start: usize, end: usize) -> bool {
+        self.valid_start <= start && start <= end && end <= self.valid_end
+    }
+
     /// `bytes[start..end]` as owned text (a slice of the chunk, no copy), under the same
     /// condition as [`text`](Self::text).
     #[inline]

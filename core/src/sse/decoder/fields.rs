@@ -280,7 +280,7 @@ impl Fields {
             // SSE-PARSE-7: a comment.
             Some(0) => {
                 if let Src::Chunk(chunk) = src
-                    && chunk.text(start + 1, end).is_some()
+                    && chunk.in_span(start + 1, end)
                 {
                     self.comment_at = (start + 1, end);
                     return Ok(Some(Step::CommentInChunk));
@@ -331,7 +331,7 @@ impl Fields {
             return Ok(FieldValue::Empty);
         }
         if let Src::Chunk(chunk) = src
-            && chunk.text(start, end).is_some()
+            && chunk.in_span(start, end)
         {
             // Valid, so no longer than its line.
             return Ok(FieldValue::InChunk { start, end });
@@ -354,9 +354,7 @@ impl Fields {
                     return Err(self.too_large());
                 }
                 self.data = match src {
-                    Src::Chunk(chunk) if chunk.text(start, end).is_some() => {
-                        Data::InChunk { start, end }
-                    }
+                    Src::Chunk(chunk) if chunk.in_span(start, end) => Data::InChunk { start, end },
                     _ => {
                         let value = src.owned(start, end);
                         if value.len() > self.max_event_len {
