@@ -358,7 +358,7 @@ impl Chunk {
     /// boundaries (`None` otherwise: it must then be decoded with replacement).
     #[inline(always)]
     pub(crate) fn text(&self, start: usize, end: usize) -> Option<Utf8Ref<'_>> {
-        if start < self.valid_start || end > self.valid_end {
+        if !self.in_span(start, end) {
             return None;
         }
         let text = self
@@ -453,7 +453,7 @@ impl LineBuf {
         debug_assert!(self.buf.is_empty());
         let piece = chunk.bytes().get(from..).unwrap_or_default();
         crate::buf::extend_within(&mut self.buf, piece, hint, limit);
-        self.valid_upto = if chunk.valid_start <= from && from <= chunk.valid_end {
+        self.valid_upto = if chunk.in_span(from, chunk.valid_end) {
             // `from` is a line start inside the valid span, so a character boundary:
             // chunk[from..valid_end] is valid on its own.
             chunk.valid_end - from
