@@ -52,6 +52,7 @@ mod version;
 
 pub mod jsonrpc;
 pub mod resume;
+pub mod server;
 pub mod sse;
 
 pub use utf8::{Utf8Bytes, Utf8Ref};

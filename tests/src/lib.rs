@@ -7,8 +7,11 @@
 //! - [`reference::resume`]: the canonical event id rule, written from its documented
 //!   definition, for the event id property test and fuzz target.
 //! - [`alloc`]: a counting global allocator for the allocation tests.
+//! - [`server`]: a driver for `mcpwire::server::Server` on a virtual clock, for the
+//!   server's requirement tests, properties and fuzz target.
 
 pub mod alloc;
+pub mod server;
 
 /// Spec-literal oracles: naive transcriptions of the specifications the core implements.
 pub mod reference {

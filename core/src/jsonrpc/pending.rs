@@ -234,6 +234,14 @@ impl<T> Pending<T> {
             .map(|(id, token)| (RequestId::int(id), token))
     }
 
+    /// The token of pending request `id`, without completing it: a server checks that a
+    /// response comes from the session the request was sent in before it resolves it.
+    pub fn token(&self, id: &RequestId) -> Option<&T> {
+        id.as_int()
+            .and_then(|n| self.entries.get(&n))
+            .map(|e| &e.token)
+    }
+
     /// Whether `id` is pending.
     pub fn contains(&self, id: &RequestId) -> bool {
         id.as_int().is_some_and(|n| self.entries.contains_key(&n))

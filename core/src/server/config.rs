@@ -1,0 +1,264 @@
+//! [`Config`]: every policy and bound of a [`Server`](super::Server), with defaults safe
+//! for a local server.
+
+use std::time::Duration;
+
+use crate::resume::StoreLimits;
+
+/// How a request's response is carried (docs/requirements.md §14.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ResponseMode {
+    /// JSON when the application answers before it sends anything related to the request;
+    /// an SSE stream as soon as it sends a related notification or request first. The
+    /// response head waits for whichever comes first.
+    #[default]
+    Auto,
+    /// Always one JSON body (HTTP-POST-7). Messages the application relates to the
+    /// request go to the session's GET stream instead, as unrelated ones do.
+    Json,
+    /// Always an SSE stream, opened at once (and primed, on 2025-11-25). Required for the
+    /// SEP-1699 polling mode to close a request's stream early.
+    Sse,
+}
+
+/// Whether the server keeps sessions (SESSION-*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SessionMode {
+    /// `initialize` mints a session id; every later request must carry it.
+    #[default]
+    Stateful,
+    /// No session ids: every POST stands alone, GET and DELETE get 405, nothing is
+    /// resumable (no ids can be scoped to a client without a session, SESSION-9).
+    Stateless,
+}
+
+/// Which `Origin` (SEC-1, SEC-2) or `Host` (SEC-7) values are accepted.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Allow {
+    /// Loopback only, the default for a local server: for `Host`, `localhost`,
+    /// `127.0.0.1` and `[::1]` with any port; for `Origin`, those hosts with the `http` or
+    /// `https` scheme and any port.
+    #[default]
+    Loopback,
+    /// Exactly these values (`Host`: `name[:port]`; `Origin`: `scheme://name[:port]`),
+    /// compared ASCII case-insensitively. An entry without a port also accepts any port.
+    List(Vec<String>),
+    /// No check. For a server behind a proxy that checks, or a public endpoint whose
+    /// clients are not browsers; DNS rebinding is then the deployment's concern.
+    Any,
+}
+
+/// The paths of the legacy HTTP+SSE transport (2024-11-05, LEGACY-1), served beside the
+/// Streamable HTTP endpoint (LEGACY-5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LegacyPaths {
+    /// The SSE endpoint a legacy client GETs (the SDKs' default is `/sse`).
+    pub sse: String,
+    /// The POST endpoint announced in the `endpoint` event, with `?sessionId=`.
+    pub messages: String,
+}
+
+impl Default for LegacyPaths {
+    fn default() -> Self {
+        Self {
+            sse: "/sse".into(),
+            messages: "/messages".into(),
+        }
+    }
+}
+
+/// Everything a [`Server`](super::Server) decides by policy. Built with `Config::new()` and
+/// the `with_*` methods; every bound has a default, and every default is documented.
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct Config {
+    pub(super) endpoint: String,
+    pub(super) sessions: SessionMode,
+    pub(super) response: ResponseMode,
+    pub(super) get_stream: bool,
+    pub(super) delete: bool,
+    pub(super) legacy: Option<LegacyPaths>,
+    pub(super) origins: Allow,
+    pub(super) hosts: Allow,
+    pub(super) max_body: usize,
+    pub(super) max_sessions: usize,
+    pub(super) session_idle: Duration,
+    pub(super) max_requests_per_session: usize,
+    pub(super) max_server_requests: usize,
+    pub(super) max_backlog: usize,
+    pub(super) max_unsent: usize,
+    pub(super) heartbeat: Option<Duration>,
+    pub(super) retry: Option<Duration>,
+    pub(super) polling: Option<Duration>,
+    pub(super) linger: Duration,
+    pub(super) store: StoreLimits,
+}
+
+impl Config {
+    /// The defaults: endpoint `/mcp`, sessions on, [`ResponseMode::Auto`], GET stream and
+    /// DELETE allowed, no legacy paths, loopback `Origin` and `Host` only, 4 MiB bodies,
+    /// 10,000 sessions idle for at most 30 minutes, 1,024 open requests per session, 4,096
+    /// server→client requests in flight, 256 messages queued for an absent GET stream,
+    /// 4 MiB unsent per connection, a heartbeat every 15 s, `retry` 1 s in priming events,
+    /// no polling, and a finished stream's frames kept 60 s for late resumes.
+    pub fn new() -> Self {
+        Self {
+            endpoint: "/mcp".into(),
+            sessions: SessionMode::Stateful,
+            response: ResponseMode::Auto,
+            get_stream: true,
+            delete: true,
+            legacy: None,
+            origins: Allow::Loopback,
+            hosts: Allow::Loopback,
+            max_body: 4 << 20,
+            max_sessions: 10_000,
+            session_idle: Duration::from_secs(30 * 60),
+            max_requests_per_session: 1024,
+            max_server_requests: 4096,
+            max_backlog: 256,
+            max_unsent: 4 << 20,
+            heartbeat: Some(Duration::from_secs(15)),
+            retry: Some(Duration::from_secs(1)),
+            polling: None,
+            linger: Duration::from_secs(60),
+            store: StoreLimits::new(),
+        }
+    }
+
+    /// The path of the Streamable HTTP endpoint (HTTP-POST-1); requests to any other
+    /// path (and not to the legacy paths) get 404.
+    pub fn with_endpoint(mut self, path: impl Into<String>) -> Self {
+        self.endpoint = path.into();
+        self
+    }
+
+    /// Sessions or none; see [`SessionMode`].
+    pub fn with_sessions(mut self, mode: SessionMode) -> Self {
+        self.sessions = mode;
+        self
+    }
+
+    /// How responses are carried; see [`ResponseMode`].
+    pub fn with_response_mode(mut self, mode: ResponseMode) -> Self {
+        self.response = mode;
+        self
+    }
+
+    /// Whether GET opens a standalone stream; `false` answers GET with 405 (HTTP-GET-3).
+    pub fn with_get_stream(mut self, enabled: bool) -> Self {
+        self.get_stream = enabled;
+        self
+    }
+
+    /// Whether DELETE ends a session; `false` answers it with 405 (HTTP-DELETE-2).
+    pub fn with_delete(mut self, enabled: bool) -> Self {
+        self.delete = enabled;
+        self
+    }
+
+    /// Also serve the legacy HTTP+SSE transport on these paths (LEGACY-5).
+    pub fn with_legacy(mut self, paths: Option<LegacyPaths>) -> Self {
+        self.legacy = paths;
+        self
+    }
+
+    /// The accepted `Origin` values (SEC-1).
+    pub fn with_origins(mut self, allow: Allow) -> Self {
+        self.origins = allow;
+        self
+    }
+
+    /// The accepted `Host` values (SEC-7).
+    pub fn with_hosts(mut self, allow: Allow) -> Self {
+        self.hosts = allow;
+        self
+    }
+
+    /// The largest request body, in bytes; a longer one gets 413, counted as it streams in.
+    pub fn with_max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// The most sessions at once; an `initialize` beyond gets 503 with `Retry-After`.
+    pub fn with_max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
+        self
+    }
+
+    /// How long a session with no open exchange lives without a request (SESSION-7).
+    pub fn with_session_idle(mut self, idle: Duration) -> Self {
+        self.session_idle = idle;
+        self
+    }
+
+    /// The most client requests of one session the application holds unanswered; one
+    /// more is answered -32600 at once (the same id while in flight, too: JSONRPC-3).
+    pub fn with_max_requests_per_session(mut self, requests: usize) -> Self {
+        self.max_requests_per_session = requests;
+        self
+    }
+
+    /// The most server→client requests awaiting their response, over all sessions.
+    pub fn with_max_server_requests(mut self, requests: usize) -> Self {
+        self.max_server_requests = requests;
+        self
+    }
+
+    /// The most messages kept for a session's GET stream while none is open; a send
+    /// beyond is refused with [`SendError::BacklogFull`](super::SendError::BacklogFull).
+    pub fn with_max_backlog(mut self, messages: usize) -> Self {
+        self.max_backlog = messages;
+        self
+    }
+
+    /// The most bytes one connection may have queued and not yet taken by the driver. A
+    /// reader that falls this far behind is closed (its stream stays resumable from the
+    /// last event it was handed), so a slow reader costs at most this much beyond the ring.
+    pub fn with_max_unsent(mut self, bytes: usize) -> Self {
+        self.max_unsent = bytes;
+        self
+    }
+
+    /// The SSE comment sent on a stream idle this long (SSE-ENC-7); `None`: never.
+    pub fn with_heartbeat(mut self, interval: Option<Duration>) -> Self {
+        self.heartbeat = interval;
+        self
+    }
+
+    /// The `retry` sent in priming events (RESUME-10, RESUME-11); `None`: none.
+    pub fn with_retry(mut self, retry: Option<Duration>) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// SEP-1699 polling (2025-11-25 sessions): close a resumable stream's connection this
+    /// long after it opened (`Duration::ZERO`: right after the priming event); the client
+    /// comes back by GET with `Last-Event-ID` after `retry` (RESUME-9). `None`: keep open.
+    pub fn with_polling(mut self, after: Option<Duration>) -> Self {
+        self.polling = after;
+        self
+    }
+
+    /// How long a finished stream's frames stay resumable (docs/requirements.md §14.2).
+    pub fn with_linger(mut self, linger: Duration) -> Self {
+        self.linger = linger;
+        self
+    }
+
+    /// The event store's bounds (rings, the byte budget, each ring's retention).
+    pub fn with_store_limits(mut self, limits: StoreLimits) -> Self {
+        self.store = limits;
+        self
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,408 @@
+//! The sans-IO server: every server-side decision of MCP over HTTP, for many concurrent
+//! exchanges and sessions, with no IO.
+//!
+//! One [`Server`] serves the Streamable HTTP endpoint (sessions, the standalone GET
+//! stream, resumability and SEP-1699 polling) and, on its own paths, the legacy HTTP+SSE
+//! transport. A driver (the tokio or blocking adapter, or a test) moves bytes and time:
+//!
+//! ```text
+//! head arrives     -> let x = server.handle_head(now, parts)
+//! body chunk       -> server.handle_body(now, x, chunk)
+//! body complete    -> server.handle_body_end(now, x)
+//! client went away -> server.handle_disconnect(now, x)
+//! then, always:       while let Some(x) = server.poll_ready() {
+//!                         while let Some(t) = server.poll_transmit(x) { write t on x }
+//!                     }
+//!                     while let Some(event) = server.poll_event() { application }
+//!                     sleep until server.poll_timeout(); then server.handle_timeout(now)
+//! ```
+//!
+//! The application answers through the server: [`Server::respond`],
+//! [`Server::respond_error`], and related or unrelated messages with [`Server::notify`]
+//! and [`Server::request`], each naming a [`Target`].
+//!
+//! ```
+//! use std::time::Instant;
+//! use bytes::Bytes;
+//! use mcpwire::server::{Config, Event, Server, Transmit};
+//! use mcpwire::jsonrpc::RawJson;
+//!
+//! let mut server = Server::new(Config::new(), Box::new(|b: &mut [u8]| b.fill(7)));
+//! let now = Instant::now();
+//! let head = http::Request::post("/mcp")
+//!     .header("host", "127.0.0.1:8080")
+//!     .header("accept", "application/json, text/event-stream")
+//!     .header("content-type", "application/json")
+//!     .body(())?
+//!     .into_parts()
+//!     .0;
+//! let x = server.handle_head(now, head);
+//! server.handle_body(now, x, Bytes::from_static(
+//!     br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+//! ));
+//! server.handle_body_end(now, x);
+//! let Some(Event::Request(init)) = server.poll_event() else { panic!() };
+//! let result = RawJson::new(r#"{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"demo","version":"1"}}"#)?;
+//! server.respond(now, init.handle(), &result)?;
+//! assert_eq!(server.poll_ready(), Some(x));
+//! let Some(Transmit::Head(head)) = server.poll_transmit(x) else { panic!() };
+//! assert_eq!(head.status, 200);
+//! assert!(head.headers.contains_key("mcp-session-id"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Decisions
+//!
+//! - **Status precedence** (docs/requirements.md §14.13): path 404 → `Host`/`Origin` 403
+//!   (SEC-1, SEC-2, SEC-7) → authorization 401/403 (SEC-5) → method 405 → `Accept` 406 →
+//!   `Content-Type` 415 → body size 413 (counted as it streams in) → JSON 400/-32700 →
+//!   shape 400/-32600 → session 400 (missing) / 404 (unknown) → version 400 → dispatch.
+//! - **Response mode** ([`ResponseMode`], §14.6): by default JSON unless the application
+//!   sends a related message before its answer, which opens an SSE stream.
+//! - **Resumability**: every SSE stream of a session carries event ids (its frames are
+//!   kept in the [`MemoryStore`](crate::resume::MemoryStore) ring of that stream), and on
+//!   a 2025-11-25 session starts with a priming event carrying `retry` (RESUME-8,
+//!   RESUME-10). A live connection is the stream's tail: every frame is appended to the
+//!   ring, then handed to the connection; a resume writes the ring's frames after the
+//!   id, then the connection becomes the tail. Both happen within one call of the core,
+//!   so a frame cannot be repeated or skipped between replay and live (the races of
+//!   rmcp 3.11 and the Python SDK 2.3 cannot be written). A connection whose unsent bytes
+//!   pass [`Config::with_max_unsent`] is ended; the client resumes from its last id.
+//! - **Resume refusals** (§14.3): a malformed `Last-Event-ID`, or one naming no stream of
+//!   the requesting session (another session's, a dropped stream, another epoch, or an
+//!   event never issued), is 400 with a JSON-RPC error; one whose frames were evicted is
+//!   400 saying how many were lost (never a silent empty replay); a stream that already
+//!   has a live connection is 409 (HTTP-GET-9). Never 404, which means "session gone".
+//! - **The GET stream** (§14.12): at most one live connection per session (409 for a
+//!   second). Messages for it while no connection is live are kept, up to
+//!   [`Config::with_max_backlog`], and written when one connects; a send beyond is
+//!   refused with [`SendError::BacklogFull`].
+//! - **Version header** (§14.9): on a session, `MCP-Protocol-Version` must equal the
+//!   negotiated version; without a session it must be a served version; absent, the
+//!   session's version applies, else 2025-03-26 (VERSION-3).
+//! - **Sessions**: ids are 128 bits of the injected [`Entropy`], as 32 lowercase hex
+//!   digits (SESSION-2, SESSION-3). A full server answers `initialize` with 503 and
+//!   `Retry-After`. Idle sessions (no open exchange and no request for
+//!   [`Config::with_session_idle`]) expire; their id then gets 404 (SESSION-7).
+
+mod check;
+mod config;
+mod ids;
+mod inbound;
+mod outbound;
+mod output;
+mod state;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Instant;
+
+use bytes::BytesMut;
+
+pub use config::{Allow, Config, LegacyPaths, ResponseMode, SessionMode};
+pub use ids::{Entropy, ExchangeId, RequestHandle, SessionId, StreamId};
+pub use output::{
+    CloseReason, Delivery, Era, Event, IncomingRequest, Refusal, SendError, Target, Transmit,
+};
+
+use crate::jsonrpc::{Classifier, Pending, RequestId};
+use crate::resume::{Epoch, EventStore, MemoryStore};
+use state::{Exchange, OpenRequest, Session, Stream, Timer};
+
+/// The authorization hook: sees every request head, and refuses with a [`Refusal`].
+pub type Authorizer = Box<dyn FnMut(&http::request::Parts) -> Result<(), Refusal> + Send>;
+
+/// The server state machine. See the [module docs](self).
+pub struct Server {
+    config: Config,
+    entropy: Box<dyn Entropy + Send>,
+    authorizer: Option<Authorizer>,
+    classifier: Classifier,
+    store: MemoryStore<u64>,
+    /// One counter for every record, so no two records share a key.
+    next: u64,
+    exchanges: BTreeMap<u64, Exchange>,
+    sessions: BTreeMap<u64, Session>,
+    // INVARIANT: `session_ids` maps exactly the `wire` of every session in `sessions`.
+    session_ids: BTreeMap<Box<str>, u64>,
+    streams: BTreeMap<u64, Stream>,
+    requests: BTreeMap<u64, OpenRequest>,
+    // INVARIANT: `by_id` maps (scope, id) of exactly the entries of `requests`.
+    by_id: BTreeMap<(u64, RequestId), u64>,
+    server_requests: Pending<u64>,
+    timers: BTreeSet<(Instant, Timer)>,
+    ready: VecDeque<u64>,
+    events: VecDeque<Event>,
+    scratch: BytesMut,
+    /// The latest time an input carried: when a write happened, for heartbeats.
+    now: Option<Instant>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("exchanges", &self.exchanges.len())
+            .field("sessions", &self.sessions.len())
+            .field("streams", &self.streams.len())
+            .field("requests", &self.requests.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// A server with this configuration; `entropy` makes session ids and the event
+    /// store's [`Epoch`] (8 bytes, drawn now).
+    pub fn new(config: Config, mut entropy: Box<dyn Entropy + Send>) -> Self {
+        let mut epoch = [0; 8];
+        entropy.fill(&mut epoch);
+        let store = MemoryStore::new(Epoch::new(u64::from_le_bytes(epoch)), config.store);
+        let server_requests = Pending::new(config.max_server_requests);
+        Self {
+            config,
+            entropy,
+            authorizer: None,
+            classifier: Classifier::default(),
+            store,
+            next: 1,
+            exchanges: BTreeMap::new(),
+            sessions: BTreeMap::new(),
+            session_ids: BTreeMap::new(),
+            streams: BTreeMap::new(),
+            requests: BTreeMap::new(),
+            by_id: BTreeMap::new(),
+            server_requests,
+            timers: BTreeSet::new(),
+            ready: VecDeque::new(),
+            events: VecDeque::new(),
+            scratch: BytesMut::new(),
+            now: None,
+        }
+    }
+
+    /// Sets the authorization hook (SEC-4): every request head passes through it after
+    /// the `Host` and `Origin` checks; a refusal answers the request.
+    pub fn set_authorizer(&mut self, authorizer: Option<Authorizer>) {
+        self.authorizer = authorizer;
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The `Mcp-Session-Id` value of a live session.
+    pub fn session_header(&self, session: SessionId) -> Option<&str> {
+        self.sessions.get(&session.0).map(|s| &*s.wire)
+    }
+
+    /// The negotiated protocol version of a live session.
+    pub fn session_version(&self, session: SessionId) -> Option<crate::ProtocolVersion> {
+        self.sessions.get(&session.0).map(|s| s.version)
+    }
+
+    /// How many sessions are live.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// How many exchanges are open (head received, `End` not yet taken).
+    pub fn exchange_count(&self) -> usize {
+        self.exchanges.len()
+    }
+
+    /// Whether the server holds no state for any session, exchange, stream or request
+    /// (what remains after every session expired and every exchange ended).
+    pub fn is_idle(&self) -> bool {
+        self.exchanges.is_empty()
+            && self.sessions.is_empty()
+            && self.session_ids.is_empty()
+            && self.streams.is_empty()
+            && self.requests.is_empty()
+            && self.by_id.is_empty()
+            && self.server_requests.is_empty()
+            && self.store.ring_count() == 0
+            && self.events.is_empty()
+    }
+
+    /// The next exchange with something to write (a head, body bytes or its end), each
+    /// reported once until [`poll_transmit`](Self::poll_transmit) has taken all it has.
+    #[must_use]
+    pub fn poll_ready(&mut self) -> Option<ExchangeId> {
+        while let Some(x) = self.ready.pop_front() {
+            if self.exchanges.get(&x).is_some_and(|e| !e.out.is_empty()) {
+                return Some(ExchangeId(x));
+            }
+            if let Some(e) = self.exchanges.get_mut(&x) {
+                e.readied = false;
+            }
+        }
+        None
+    }
+
+    /// The next thing to write on `exchange`: pull when its connection can take more, so
+    /// a slow reader keeps its bytes here (bounded) rather than in the driver. After
+    /// [`Transmit::End`] the exchange is forgotten.
+    #[must_use]
+    pub fn poll_transmit(&mut self, exchange: ExchangeId) -> Option<Transmit> {
+        let x = exchange.0;
+        let e = self.exchanges.get_mut(&x)?;
+        let Some(t) = e.out.pop_front() else {
+            e.readied = false;
+            return None;
+        };
+        match &t {
+            Transmit::Data(bytes) => e.unsent -= bytes.len(),
+            Transmit::End => self.forget_exchange(x),
+            Transmit::Head(_) => {}
+        }
+        Some(t)
+    }
+
+    /// The next event for the application.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The next deadline: a heartbeat, a polling close, a session's idle expiry, a
+    /// finished stream's linger, a server→client request's timeout, or the store's.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        [
+            self.timers.first().map(|(at, _)| *at),
+            self.server_requests.poll_timeout(),
+            self.store.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Acts on every deadline at or before `now`. An early call is a no-op.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.clock(now);
+        while let Some(&(at, timer)) = self.timers.first() {
+            if at > now {
+                break;
+            }
+            self.timers.pop_first();
+            self.fire(now, timer);
+        }
+        self.server_requests.handle_timeout(now);
+        while let Some((id, session)) = self.server_requests.poll_expired() {
+            if let Some(s) = self.sessions.get_mut(&session) {
+                s.server_requests.remove(&id);
+            }
+            self.events.push_back(Event::RequestTimedOut {
+                session: SessionId(session),
+                id,
+            });
+        }
+        self.store.handle_timeout(now);
+    }
+
+    fn fire(&mut self, now: Instant, timer: Timer) {
+        match timer {
+            Timer::Heartbeat(x) => self.heartbeat(now, x),
+            Timer::PollClose(x) => {
+                let live = self
+                    .exchanges
+                    .get(&x)
+                    .and_then(|e| e.stream)
+                    .and_then(|t| self.streams.get(&t))
+                    .is_some_and(|t| t.conn == Some(x));
+                if live {
+                    self.end_exchange(x);
+                }
+            }
+            Timer::Idle(s) => {
+                let Some(session) = self.sessions.get_mut(&s) else {
+                    return;
+                };
+                session.idle_timer = None;
+                let due = session.last_active + self.config.session_idle;
+                if session.exchanges > 0 {
+                    // Active: looked at again when its last exchange ends.
+                } else if due > now {
+                    session.idle_timer = Some(due);
+                    self.timers.insert((due, Timer::Idle(s)));
+                } else {
+                    self.close_session_key(s, CloseReason::Expired);
+                }
+            }
+            Timer::Linger(t) => {
+                if self
+                    .streams
+                    .get(&t)
+                    .is_some_and(|t| t.done && t.conn.is_none())
+                {
+                    self.remove_stream(t);
+                }
+            }
+        }
+    }
+
+    fn id(&mut self) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        id
+    }
+
+    /// Queues `t` on exchange `x` and reports it ready.
+    fn push(&mut self, x: u64, t: Transmit) {
+        let Some(e) = self.exchanges.get_mut(&x) else {
+            return;
+        };
+        if e.ended {
+            return;
+        }
+        match &t {
+            Transmit::Data(bytes) => {
+                e.unsent += bytes.len();
+                if let Some(now) = self.now {
+                    e.last_write = now;
+                }
+            }
+            Transmit::End => e.ended = true,
+            Transmit::Head(_) => {}
+        }
+        e.out.push_back(t);
+        if !e.readied {
+            e.readied = true;
+            self.ready.push_back(x);
+        }
+    }
+
+    /// Forgets exchange `x`: it ended or its client went away.
+    fn forget_exchange(&mut self, x: u64) {
+        let Some(e) = self.exchanges.remove(&x) else {
+            return;
+        };
+        for r in &e.requests {
+            if let Some(req) = self.requests.get_mut(r) {
+                req.exchange = None;
+            }
+        }
+        if let Some(t) = e.stream {
+            self.detach(t, x);
+        }
+        if let Some(s) = e.session {
+            self.exchange_left_session(s);
+        }
+    }
+
+    /// A session lost one of its exchanges: with none left, its idle clock runs.
+    fn exchange_left_session(&mut self, s: u64) {
+        let Some(session) = self.sessions.get_mut(&s) else {
+            return;
+        };
+        session.exchanges -= 1;
+        if session.exchanges == 0 && session.idle_timer.is_none() {
+            let due = session.last_active + self.config.session_idle;
+            session.idle_timer = Some(due);
+            self.timers.insert((due, Timer::Idle(s)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,969 @@
+//! The server's Streamable HTTP requirements, one test (or more) per id: HTTP-POST-*,
+//! HTTP-GET-*, HTTP-DELETE-*, SESSION-*, VERSION-*, BATCH-*, SEC-*, JSONRPC-* and §14.
+
+use std::time::Duration;
+
+use mcpwire::jsonrpc::{ErrorCode, RawJson, RequestId};
+use mcpwire::server::{
+    Allow, CloseReason, Config, Delivery, Event, Refusal, ResponseMode, SendError, SessionMode,
+    Target,
+};
+use mcpwire_tests::server::{ACCEPT_BOTH, Harness};
+
+const V3: &str = "2025-11-25";
+const V2: &str = "2025-06-18";
+const V1: &str = "2025-03-26";
+const CALL: &str =
+    r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#;
+const RESULT: &str = r#"{"content":[{"type":"text","text":"hi"}]}"#;
+
+fn json(text: &str) -> RawJson<'_> {
+    RawJson::new(text).unwrap()
+}
+
+fn error_code(reply: &mcpwire_tests::server::Reply) -> i64 {
+    reply.json()["error"]["code"]
+        .as_i64()
+        .expect("a JSON-RPC error body")
+}
+
+#[test]
+fn http_post_1_only_the_endpoint_path_is_served() {
+    let mut h = Harness::new(Config::new());
+    let x = h.send(
+        Harness::head(
+            "POST",
+            "/other",
+            &[
+                ("accept", ACCEPT_BOTH),
+                ("content-type", "application/json"),
+            ],
+        ),
+        Some(CALL),
+    );
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 404);
+    assert!(reply.ended);
+    assert!(h.take_events().is_empty());
+}
+
+#[test]
+fn http_post_2_http_post_7_a_request_is_answered_with_one_json_body() {
+    let mut h = Harness::new(Config::new());
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    assert!(h.reply(x).head.is_none(), "the head waits for the answer");
+    let request = h.take_request();
+    assert_eq!(request.method(), "tools/call");
+    assert_eq!(request.id(), &RequestId::int(7));
+    h.answer(&request, RESULT);
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 200);
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    assert_eq!(reply.header("mcp-session-id"), Some(sid.as_str()));
+    assert_eq!(reply.json()["result"]["content"][0]["text"], "hi");
+    assert_eq!(reply.json()["id"], 7);
+    assert!(reply.ended);
+}
+
+#[test]
+fn http_post_3_accept_must_list_both_types_and_content_type_must_be_json() {
+    let mut h = Harness::new(Config::new().with_sessions(SessionMode::Stateless));
+    for (accept, ctype, status) in [
+        ("application/json", "application/json", 406),
+        ("text/event-stream", "application/json", 406),
+        ("text/html", "application/json", 406),
+        (ACCEPT_BOTH, "text/plain", 415),
+        (ACCEPT_BOTH, "application/json; charset=utf-8", 202),
+    ] {
+        let x = h.send(
+            Harness::head(
+                "POST",
+                "/mcp",
+                &[("accept", accept), ("content-type", ctype)],
+            ),
+            Some(r#"{"jsonrpc":"2.0","method":"notifications/x"}"#),
+        );
+        assert_eq!(h.reply(x).status(), status, "{accept} / {ctype}");
+    }
+}
+
+#[test]
+fn http_post_5_notifications_and_responses_get_202_and_no_body() {
+    let mut h = Harness::new(Config::new());
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(
+        Some(&sid),
+        Some(V3),
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+    );
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 202);
+    assert!(reply.body.is_empty() && reply.ended);
+    assert!(matches!(h.take_events()[..], [Event::Notification { .. }]));
+    // A response to an id the server never sent: still 202, never a reply (§14.7).
+    let x = h.post(
+        Some(&sid),
+        Some(V3),
+        r#"{"jsonrpc":"2.0","id":99,"result":{}}"#,
+    );
+    assert_eq!(h.reply(x).status(), 202);
+    assert!(h.take_events().is_empty());
+}
+
+#[test]
+fn http_post_6_bad_json_is_400_parse_error_and_a_bad_shape_is_400_invalid_request_with_its_id() {
+    let mut h = Harness::new(Config::new());
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(Some(&sid), Some(V3), r#"{"jsonrpc":"2.0","id":1,"method":"#);
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 400);
+    assert_eq!(error_code(&reply), -32700);
+    assert!(reply.json()["id"].is_null());
+    assert!(
+        reply.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("parse error")
+    );
+    let x = h.post(
+        Some(&sid),
+        Some(V3),
+        r#"{"jsonrpc":"1.0","id":"q","method":"m"}"#,
+    );
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 400);
+    assert_eq!(error_code(&reply), -32600);
+    assert_eq!(reply.json()["id"], "q");
+    let x = h.post(Some(&sid), Some(V3), "\u{0}\u{ff}");
+    assert_eq!(h.reply(x).status(), 400);
+    assert!(h.take_events().is_empty());
+}
+
+#[test]
+fn http_post_body_limit_is_413_from_content_length_or_while_streaming() {
+    let mut h = Harness::new(Config::new().with_max_body(64));
+    let head = Harness::head(
+        "POST",
+        "/mcp",
+        &[
+            ("accept", ACCEPT_BOTH),
+            ("content-type", "application/json"),
+            ("content-length", "65"),
+        ],
+    );
+    let x = h.server.handle_head(h.now, head);
+    h.drain();
+    assert_eq!(h.reply(x).status(), 413);
+    let head = Harness::head(
+        "POST",
+        "/mcp",
+        &[
+            ("accept", ACCEPT_BOTH),
+            ("content-type", "application/json"),
+        ],
+    );
+    let x = h.server.handle_head(h.now, head);
+    h.server
+        .handle_body(h.now, x, bytes::Bytes::from(vec![b' '; 40]));
+    h.drain();
+    assert!(h.reply(x).head.is_none());
+    h.server
+        .handle_body(h.now, x, bytes::Bytes::from(vec![b' '; 40]));
+    h.drain();
+    assert_eq!(
+        h.reply(x).status(),
+        413,
+        "refused as soon as the limit is passed"
+    );
+    h.server.handle_body_end(h.now, x);
+    h.drain();
+    assert!(h.take_events().is_empty());
+}
+
+#[test]
+fn http_post_8_http_post_9_http_post_11_a_related_message_opens_a_stream_that_ends_after_the_response()
+ {
+    let mut h = Harness::new(Config::new());
+    let (sid, _) = h.initialize(V2);
+    let x = h.post(Some(&sid), Some(V2), CALL);
+    let request = h.take_request();
+    let progress = json(r#"{"progressToken":1,"progress":0.5}"#);
+    let d = h
+        .server
+        .notify(
+            h.now,
+            Target::Request(request.handle()),
+            "notifications/progress",
+            Some(&progress),
+        )
+        .unwrap();
+    assert_eq!(d, Delivery::Sent);
+    h.drain();
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 200);
+    assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+    assert_eq!(reply.header("cache-control"), Some("no-cache"));
+    assert_eq!(reply.header("x-accel-buffering"), Some("no"));
+    assert_eq!(reply.header("mcp-session-id"), Some(sid.as_str()));
+    assert!(!reply.ended);
+    h.answer(&request, RESULT);
+    let reply = h.reply(x);
+    let messages = reply.messages();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0]["method"], "notifications/progress");
+    assert_eq!(messages[1]["id"], 7, "the response comes last");
+    assert!(
+        reply.ended,
+        "HTTP-POST-11: the stream ends once it owes nothing"
+    );
+    // Not 2025-11-25: no priming event (SSE-ENC-9), but ids (RESUME-1).
+    let events = reply.events();
+    assert!(
+        events
+            .iter()
+            .all(|e| !e.data().is_empty() && !e.id().is_empty())
+    );
+}
+
+#[test]
+fn http_post_13_resume_8_a_2025_11_25_stream_starts_with_a_priming_event_with_retry() {
+    let mut h = Harness::new(Config::new().with_response_mode(ResponseMode::Sse));
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    let reply = h.reply(x);
+    assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+    let items = reply.items();
+    let [
+        mcpwire::sse::Item::Retry(retry),
+        mcpwire::sse::Item::Event(priming),
+    ] = &items[..]
+    else {
+        panic!("{items:?}");
+    };
+    assert_eq!(*retry, Duration::from_secs(1));
+    assert_eq!(priming.data(), "");
+    assert!(!priming.id().is_empty());
+    let request = h.take_request();
+    h.answer(&request, RESULT);
+    let events = h.reply(x).events();
+    assert_eq!(events.len(), 2);
+    assert_ne!(events[0].id(), events[1].id());
+}
+
+#[test]
+fn http_post_12_a_disconnect_is_not_a_cancellation() {
+    let mut h = Harness::new(Config::new().with_response_mode(ResponseMode::Sse));
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    let request = h.take_request();
+    h.server.handle_disconnect(h.now, x);
+    h.drain();
+    assert!(
+        h.take_events().is_empty(),
+        "no cancellation reaches the application"
+    );
+    let result = json(RESULT);
+    assert_eq!(
+        h.server.respond(h.now, request.handle(), &result),
+        Ok(Delivery::Retained)
+    );
+}
+
+#[test]
+fn json_response_mode_sends_related_messages_to_the_get_stream() {
+    let mut h = Harness::new(Config::new().with_response_mode(ResponseMode::Json));
+    let (sid, _) = h.initialize(V3);
+    let g = h.get(&sid, None);
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    let request = h.take_request();
+    h.server
+        .notify(
+            h.now,
+            Target::Request(request.handle()),
+            "notifications/progress",
+            None,
+        )
+        .unwrap();
+    h.answer(&request, RESULT);
+    assert_eq!(h.reply(x).header("content-type"), Some("application/json"));
+    let on_get = h.reply(g).messages();
+    assert_eq!(on_get.len(), 1);
+    assert_eq!(on_get[0]["method"], "notifications/progress");
+}
+
+#[test]
+fn http_get_1_http_get_3_http_get_4_http_get_8_unrelated_messages_go_on_the_get_stream_only() {
+    let mut h = Harness::new(Config::new());
+    let (sid, session) = h.initialize(V3);
+    let g = h.get(&sid, None);
+    let reply = h.reply(g);
+    assert_eq!(reply.status(), 200);
+    assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    let request = h.take_request();
+    h.server
+        .notify(
+            h.now,
+            Target::Request(request.handle()),
+            "notifications/progress",
+            None,
+        )
+        .unwrap();
+    h.server
+        .notify(
+            h.now,
+            Target::Session(session),
+            "notifications/tools/list_changed",
+            None,
+        )
+        .unwrap();
+    h.drain();
+    let on_get = h.reply(g).messages();
+    let on_post = h.reply(x).messages();
+    assert_eq!(on_get.len(), 1);
+    assert_eq!(on_get[0]["method"], "notifications/tools/list_changed");
+    assert_eq!(on_post.len(), 1);
+    assert_eq!(on_post[0]["method"], "notifications/progress");
+    // HTTP-GET-5: the response goes on the POST stream, never on the GET stream.
+    h.answer(&request, RESULT);
+    assert!(
+        h.reply(g)
+            .messages()
+            .iter()
+            .all(|m| m.get("result").is_none())
+    );
+    assert_eq!(h.reply(x).messages().last().unwrap()["id"], 7);
+}
+
+#[test]
+fn http_get_2_http_get_3_accept_and_405_where_disabled_or_stateless() {
+    let mut h = Harness::new(Config::new());
+    let (sid, _) = h.initialize(V3);
+    let x = h.send(
+        Harness::head("GET", "/mcp", &[("mcp-session-id", &sid)]),
+        None,
+    );
+    assert_eq!(h.reply(x).status(), 406);
+    let mut h = Harness::new(Config::new().with_get_stream(false));
+    let (sid, _) = h.initialize(V3);
+    let x = h.get(&sid, None);
+    assert_eq!(h.reply(x).status(), 405);
+    let mut h = Harness::new(Config::new().with_sessions(SessionMode::Stateless));
+    let x = h.send(
+        Harness::head("GET", "/mcp", &[("accept", "text/event-stream")]),
+        None,
+    );
+    assert_eq!(h.reply(x).status(), 405);
+}
+
+#[test]
+fn http_get_9_a_second_live_get_stream_is_409() {
+    let mut h = Harness::new(Config::new());
+    let (sid, _) = h.initialize(V3);
+    let g = h.get(&sid, None);
+    assert_eq!(h.reply(g).status(), 200);
+    let again = h.get(&sid, None);
+    assert_eq!(h.reply(again).status(), 409);
+    h.server.handle_disconnect(h.now, g);
+    let third = h.get(&sid, None);
+    assert_eq!(
+        h.reply(third).status(),
+        200,
+        "allowed once the first is gone"
+    );
+}
+
+#[test]
+fn get_backlog_keeps_messages_until_a_stream_connects_and_refuses_beyond_its_bound() {
+    let mut h = Harness::new(Config::new().with_max_backlog(2));
+    let (sid, session) = h.initialize(V3);
+    for n in 0..2 {
+        let params = json(if n == 0 { r#"{"n":0}"# } else { r#"{"n":1}"# });
+        h.server
+            .notify(
+                h.now,
+                Target::Session(session),
+                "notifications/message",
+                Some(&params),
+            )
+            .unwrap();
+    }
+    assert_eq!(
+        h.server.notify(
+            h.now,
+            Target::Session(session),
+            "notifications/message",
+            None
+        ),
+        Err(SendError::BacklogFull)
+    );
+    let g = h.get(&sid, None);
+    let messages = h.reply(g).messages();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0]["params"]["n"], 0);
+    assert_eq!(messages[1]["params"]["n"], 1);
+}
+
+#[test]
+fn http_delete_1_http_delete_3_session_7_delete_ends_the_session_and_its_streams() {
+    let mut h = Harness::new(Config::new());
+    let (sid, session) = h.initialize(V3);
+    let g = h.get(&sid, None);
+    let x = h.send(
+        Harness::head(
+            "DELETE",
+            "/mcp",
+            &[("mcp-session-id", &sid), ("mcp-protocol-version", V3)],
+        ),
+        None,
+    );
+    assert_eq!(h.reply(x).status(), 200);
+    assert!(h.reply(g).ended, "its streams close");
+    assert!(h.take_events().iter().any(|e| matches!(
+        e,
+        Event::SessionClosed { session: s, reason: CloseReason::Deleted } if *s == session
+    )));
+    let later = h.post(Some(&sid), Some(V3), CALL);
+    assert_eq!(h.reply(later).status(), 404);
+    assert!(h.server.is_idle());
+}
+
+#[test]
+fn http_delete_2_delete_may_be_refused_with_405() {
+    let mut h = Harness::new(Config::new().with_delete(false));
+    let (sid, _) = h.initialize(V3);
+    let x = h.send(
+        Harness::head("DELETE", "/mcp", &[("mcp-session-id", &sid)]),
+        None,
+    );
+    assert_eq!(h.reply(x).status(), 405);
+    let again = h.post(Some(&sid), Some(V3), r#"{"jsonrpc":"2.0","method":"n"}"#);
+    assert_eq!(h.reply(again).status(), 202, "the session lives on");
+}
+
+#[test]
+fn session_1_session_2_session_3_ids_are_minted_on_initialize_from_the_entropy_and_visible_ascii() {
+    let mut a = Harness::new(Config::new());
+    let mut b = Harness::new(Config::new());
+    let (one, _) = a.initialize(V3);
+    let (two, _) = a.initialize(V3);
+    assert_ne!(one, two);
+    assert_eq!(one.len(), 32, "128 bits");
+    assert!(one.bytes().all(|c| (0x21..=0x7e).contains(&c)));
+    // Same entropy, same ids: the core draws no randomness of its own.
+    assert_eq!(b.initialize(V3).0, one);
+}
+
+#[test]
+fn session_5_session_6_session_7_a_missing_id_is_400_an_unknown_one_404() {
+    let mut h = Harness::new(Config::new());
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(None, Some(V3), CALL);
+    assert_eq!(h.reply(x).status(), 400);
+    let x = h.post(Some("0123456789abcdef0123456789abcdef"), Some(V3), CALL);
+    assert_eq!(h.reply(x).status(), 404);
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    assert!(
+        h.reply(x).head.is_none(),
+        "accepted, awaiting the application"
+    );
+}
+
+#[test]
+fn session_7_an_idle_session_expires_and_leaves_no_state() {
+    let mut h = Harness::new(Config::new().with_session_idle(Duration::from_secs(60)));
+    let (sid, session) = h.initialize(V3);
+    h.advance(Duration::from_secs(30));
+    let x = h.post(Some(&sid), Some(V3), r#"{"jsonrpc":"2.0","method":"n"}"#);
+    assert_eq!(h.reply(x).status(), 202);
+    h.advance(Duration::from_secs(45));
+    assert_eq!(h.server.session_count(), 1, "the request renewed it");
+    h.advance(Duration::from_secs(20));
+    assert_eq!(h.server.session_count(), 0);
+    assert!(h.take_events().iter().any(|e| matches!(
+        e,
+        Event::SessionClosed { session: s, reason: CloseReason::Expired } if *s == session
+    )));
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    assert_eq!(h.reply(x).status(), 404);
+    assert!(h.server.is_idle());
+}
+
+#[test]
+fn session_7_a_session_with_a_live_stream_does_not_expire() {
+    let mut h = Harness::new(
+        Config::new()
+            .with_session_idle(Duration::from_secs(60))
+            .with_heartbeat(None),
+    );
+    let (sid, _) = h.initialize(V3);
+    let g = h.get(&sid, None);
+    h.advance(Duration::from_secs(600));
+    assert_eq!(h.server.session_count(), 1);
+    h.server.handle_disconnect(h.now, g);
+    h.advance(Duration::from_secs(61));
+    assert_eq!(h.server.session_count(), 0);
+}
+
+#[test]
+fn session_9_jsonrpc_3_request_ids_are_scoped_to_their_session() {
+    let mut h = Harness::new(Config::new());
+    let (a, _) = h.initialize(V3);
+    let (b, _) = h.initialize(V3);
+    let xa = h.post(Some(&a), Some(V3), CALL);
+    let xb = h.post(Some(&b), Some(V3), CALL);
+    let ra = h.take_request();
+    let rb = h.take_request();
+    assert_ne!(ra.handle(), rb.handle());
+    // The same id again in session a while in flight: -32600 for it, the first unharmed.
+    let dup = h.post(Some(&a), Some(V3), CALL);
+    assert_eq!(error_code(&h.reply(dup)), -32600);
+    h.answer(&rb, r#"{"who":"b"}"#);
+    h.answer(&ra, r#"{"who":"a"}"#);
+    assert_eq!(h.reply(xa).json()["result"]["who"], "a");
+    assert_eq!(h.reply(xb).json()["result"]["who"], "b");
+}
+
+#[test]
+fn session_11_a_second_initialize_on_a_session_is_refused() {
+    let mut h = Harness::new(Config::new());
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(
+        Some(&sid),
+        Some(V3),
+        r#"{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+    );
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 400);
+    assert_eq!(error_code(&reply), -32600);
+    assert_eq!(reply.json()["id"], 5);
+}
+
+#[test]
+fn sessions_are_bounded_with_503_and_retry_after() {
+    let mut h = Harness::new(Config::new().with_max_sessions(1));
+    h.initialize(V3);
+    let x = h.post(
+        None,
+        None,
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#,
+    );
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 503);
+    assert!(reply.header("retry-after").is_some());
+}
+
+#[test]
+fn an_initialize_answered_with_an_error_ends_its_session() {
+    let mut h = Harness::new(Config::new());
+    let x = h.post(
+        None,
+        None,
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#,
+    );
+    let request = h.take_request();
+    h.server
+        .respond_error(
+            h.now,
+            request.handle(),
+            ErrorCode::INVALID_PARAMS,
+            "no",
+            None,
+        )
+        .unwrap();
+    h.drain();
+    assert_eq!(error_code(&h.reply(x)), -32602);
+    assert_eq!(h.server.session_count(), 0);
+}
+
+#[test]
+fn stateless_mode_mints_no_session_and_answers_every_post() {
+    let mut h = Harness::new(Config::new().with_sessions(SessionMode::Stateless));
+    let x = h.post(None, None, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#);
+    let init = h.take_request();
+    assert_eq!(init.session(), None);
+    h.answer(&init, r#"{"protocolVersion":"2025-06-18"}"#);
+    assert!(h.reply(x).header("mcp-session-id").is_none());
+    let x = h.post(None, Some(V2), CALL);
+    let call = h.take_request();
+    h.answer(&call, RESULT);
+    assert_eq!(h.reply(x).json()["id"], 7);
+    assert_eq!(
+        h.server.request(
+            h.now,
+            Target::Request(call.handle()),
+            "roots/list",
+            None,
+            None
+        ),
+        Err(SendError::UnknownRequest)
+    );
+    assert!(h.server.is_idle());
+}
+
+#[test]
+fn version_1_version_2_version_4_the_header_must_be_the_negotiated_version() {
+    let mut h = Harness::new(Config::new());
+    let (sid, _) = h.initialize(V2);
+    for (version, status) in [
+        (Some(V3), 400),
+        (Some("2025-13-01"), 400),
+        (Some(V2), 202),
+        (None, 202),
+    ] {
+        let x = h.post(Some(&sid), version, r#"{"jsonrpc":"2.0","method":"n"}"#);
+        let reply = h.reply(x);
+        assert_eq!(reply.status(), status, "{version:?}");
+        if status == 400 {
+            assert_eq!(error_code(&reply), -32000);
+        }
+    }
+}
+
+#[test]
+fn version_3_an_absent_header_means_the_sessions_version_else_2025_03_26() {
+    let batch = r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]"#;
+    let mut h = Harness::new(Config::new());
+    let (sid, _) = h.initialize(V2);
+    let x = h.post(Some(&sid), None, batch);
+    assert_eq!(h.reply(x).status(), 400, "2025-06-18 has no batches");
+    let mut h = Harness::new(Config::new().with_sessions(SessionMode::Stateless));
+    let x = h.post(None, None, batch);
+    assert_eq!(
+        h.reply(x).status(),
+        202,
+        "2025-03-26 assumed: batches allowed"
+    );
+}
+
+#[test]
+fn version_5_jsonrpc_11_initialize_needs_no_header_and_negotiates() {
+    let mut h = Harness::new(Config::new());
+    let x = h.post(None, None, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}"#);
+    let init = h.take_request();
+    assert_eq!(
+        init.version(),
+        mcpwire::ProtocolVersion::LATEST_WITH_INITIALIZE
+    );
+    h.answer(&init, r#"{}"#);
+    assert_eq!(h.reply(x).status(), 200);
+    let _ = h.post(None, None, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}"#);
+    assert_eq!(
+        h.take_request().version(),
+        mcpwire::ProtocolVersion::V2025_03_26
+    );
+}
+
+#[test]
+fn modern_5_a_2026_07_28_post_is_told_the_supported_versions() {
+    let mut h = Harness::new(Config::new());
+    let x = h.post(None, Some("2026-07-28"), CALL);
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 400);
+    assert_eq!(error_code(&reply), -32022);
+    let supported = reply.json()["error"]["data"]["supported"].clone();
+    assert!(supported.as_array().unwrap().iter().any(|v| v == V3));
+    assert_eq!(reply.json()["error"]["data"]["requested"], "2026-07-28");
+}
+
+#[test]
+fn batch_1_batch_2_batch_3_a_2025_03_26_batch_is_answered_with_an_array() {
+    let mut h = Harness::new(Config::new());
+    let (sid, _) = h.initialize(V1);
+    let x = h.post(
+        Some(&sid),
+        None,
+        r#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":2,"method":"b"}]"#,
+    );
+    let first = h.take_request();
+    let second = h.take_request();
+    h.answer(&second, r#"{"n":2}"#);
+    assert!(h.reply(x).head.is_none(), "waits for every response");
+    h.answer(&first, r#"{"n":1}"#);
+    let body = h.reply(x).json();
+    let array = body.as_array().expect("an array");
+    assert_eq!(array.len(), 2);
+    assert_eq!(array[0]["id"], 2);
+    assert_eq!(array[1]["id"], 1);
+    let x = h.post(Some(&sid), None, r#"[{"jsonrpc":"2.0","method":"n"}]"#);
+    assert_eq!(h.reply(x).status(), 202, "BATCH-3: no requests, 202");
+}
+
+#[test]
+fn batch_5_an_empty_batch_is_one_invalid_request_and_a_bad_element_its_own_error() {
+    let mut h = Harness::new(Config::new());
+    let (sid, _) = h.initialize(V1);
+    let x = h.post(Some(&sid), None, "[]");
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 400);
+    assert_eq!(error_code(&reply), -32600);
+    let x = h.post(
+        Some(&sid),
+        None,
+        r#"[{"jsonrpc":"2.0","id":"bad"},{"jsonrpc":"2.0","id":3,"method":"ok"}]"#,
+    );
+    let ok = h.take_request();
+    h.answer(&ok, "{}");
+    let body = h.reply(x).json();
+    let array = body.as_array().unwrap();
+    assert_eq!(array.len(), 2);
+    assert_eq!(array[0]["error"]["code"], -32600);
+    assert_eq!(array[0]["id"], "bad");
+    assert_eq!(array[1]["id"], 3);
+}
+
+#[test]
+fn batch_4_batch_6_initialize_in_a_batch_and_batches_after_2025_03_26_are_refused() {
+    let mut h = Harness::new(Config::new());
+    let x = h.post(
+        None,
+        None,
+        r#"[{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}]"#,
+    );
+    let reply = h.reply(x);
+    assert_eq!(
+        reply.status(),
+        400,
+        "{:?}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(Some(&sid), Some(V3), r#"[{"jsonrpc":"2.0","method":"n"}]"#);
+    assert_eq!(h.reply(x).status(), 400);
+    assert_eq!(error_code(&h.reply(x)), -32600);
+}
+
+#[test]
+fn sec_1_sec_2_a_present_foreign_origin_is_403_an_absent_one_passes() {
+    let mut h = Harness::new(Config::new());
+    let headers = [
+        ("accept", ACCEPT_BOTH),
+        ("content-type", "application/json"),
+        ("origin", "http://evil.example"),
+    ];
+    let x = h.send(Harness::head("POST", "/mcp", &headers), Some(CALL));
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 403);
+    assert!(reply.json()["id"].is_null());
+    let headers = [
+        ("accept", ACCEPT_BOTH),
+        ("content-type", "application/json"),
+        ("origin", "http://localhost:5173"),
+    ];
+    let x = h.send(
+        Harness::head("POST", "/mcp", &headers),
+        Some(r#"{"jsonrpc":"2.0","method":"n"}"#),
+    );
+    assert_eq!(
+        h.reply(x).status(),
+        400,
+        "past the origin check: no session header"
+    );
+    let mut h =
+        Harness::new(Config::new().with_origins(Allow::List(vec!["https://app.example".into()])));
+    let headers = [
+        ("accept", ACCEPT_BOTH),
+        ("content-type", "application/json"),
+        ("origin", "http://localhost"),
+    ];
+    let x = h.send(Harness::head("POST", "/mcp", &headers), Some(CALL));
+    assert_eq!(h.reply(x).status(), 403);
+}
+
+#[test]
+fn sec_7_a_foreign_host_is_403_against_dns_rebinding() {
+    let mut h = Harness::new(Config::new());
+    let head = http::Request::post("/mcp")
+        .header("host", "attacker.example:8080")
+        .header("accept", ACCEPT_BOTH)
+        .header("content-type", "application/json")
+        .body(())
+        .unwrap()
+        .into_parts()
+        .0;
+    let x = h.send(head, Some(CALL));
+    assert_eq!(h.reply(x).status(), 403);
+    assert!(h.take_events().is_empty());
+}
+
+#[test]
+fn sec_4_sec_5_sec_6_the_authorizer_refuses_with_401_and_www_authenticate() {
+    let mut h = Harness::new(Config::new());
+    h.server
+        .set_authorizer(Some(Box::new(|head: &http::request::Parts| {
+            match head.headers.get("authorization") {
+                Some(v) if v == "Bearer good" => Ok(()),
+                Some(_) => Err(Refusal::forbidden()),
+                None => Err(Refusal::unauthorized(
+                    "https://mcp.example/.well-known/oauth-protected-resource",
+                    Some("tools"),
+                )),
+            }
+        })));
+    let x = h.post(None, None, CALL);
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 401);
+    assert_eq!(
+        reply.header("www-authenticate"),
+        Some(
+            r#"Bearer resource_metadata="https://mcp.example/.well-known/oauth-protected-resource", scope="tools""#
+        )
+    );
+    let headers = [
+        ("accept", ACCEPT_BOTH),
+        ("content-type", "application/json"),
+        ("authorization", "Bearer bad"),
+    ];
+    let x = h.send(Harness::head("POST", "/mcp", &headers), Some(CALL));
+    assert_eq!(h.reply(x).status(), 403);
+    let headers = [
+        ("accept", ACCEPT_BOTH),
+        ("content-type", "application/json"),
+        ("authorization", "Bearer good"),
+    ];
+    let x = h.send(
+        Harness::head("POST", "/mcp", &headers),
+        Some(r#"{"jsonrpc":"2.0","method":"n"}"#),
+    );
+    assert_eq!(
+        h.reply(x).status(),
+        400,
+        "authorized; then the missing session"
+    );
+}
+
+#[test]
+fn status_precedence_14_13_origin_before_accept_before_content_type_before_parse() {
+    let mut h = Harness::new(Config::new());
+    type Headers<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(Headers<'_>, &str, u16); 4] = [
+        (
+            &[("origin", "http://evil.example"), ("accept", "text/html")],
+            "{",
+            403,
+        ),
+        (
+            &[("accept", "text/html"), ("content-type", "text/plain")],
+            "{",
+            406,
+        ),
+        (
+            &[("accept", ACCEPT_BOTH), ("content-type", "text/plain")],
+            "{",
+            415,
+        ),
+        (
+            &[
+                ("accept", ACCEPT_BOTH),
+                ("content-type", "application/json"),
+            ],
+            "{",
+            400,
+        ),
+    ];
+    for (headers, body, status) in cases {
+        let x = h.send(Harness::head("POST", "/mcp", headers), Some(body));
+        assert_eq!(h.reply(x).status(), status, "{headers:?}");
+    }
+}
+
+#[test]
+fn server_requests_are_correlated_within_their_session_and_time_out() {
+    let mut h = Harness::new(Config::new());
+    let (a, sa) = h.initialize(V3);
+    let (b, _) = h.initialize(V3);
+    let g = h.get(&a, None);
+    let deadline = h.now + Duration::from_secs(5);
+    let id = h
+        .server
+        .request(
+            h.now,
+            Target::Session(sa),
+            "roots/list",
+            None,
+            Some(deadline),
+        )
+        .unwrap();
+    h.drain();
+    let sent = h.reply(g).messages();
+    assert_eq!(sent[0]["method"], "roots/list");
+    let response = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"roots":[]}}}}"#,
+        sent[0]["id"]
+    );
+    // From another session: not correlated (strict isolation).
+    let x = h.post(Some(&b), Some(V3), &response);
+    assert_eq!(h.reply(x).status(), 202);
+    assert!(h.take_events().is_empty());
+    let x = h.post(Some(&a), Some(V3), &response);
+    assert_eq!(h.reply(x).status(), 202);
+    let events = h.take_events();
+    let [Event::Response { session, message }] = &events[..] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(*session, sa);
+    assert_eq!(message.id(), Some(&id));
+    // One that gets no answer times out.
+    let late = h
+        .server
+        .request(h.now, Target::Session(sa), "ping", None, Some(deadline))
+        .unwrap();
+    h.advance(Duration::from_secs(6));
+    let events = h.take_events();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::RequestTimedOut { id, .. } if *id == late))
+    );
+}
+
+#[test]
+fn cancelled_reaches_the_application_and_the_stream_no_longer_waits() {
+    let mut h = Harness::new(Config::new().with_response_mode(ResponseMode::Sse));
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    let request = h.take_request();
+    let c = h.post(
+        Some(&sid),
+        Some(V3),
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}"#,
+    );
+    assert_eq!(h.reply(c).status(), 202);
+    let events = h.take_events();
+    let [Event::Cancelled { request: r, reason }] = &events[..] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(*r, request.handle());
+    assert_eq!(reason.as_deref(), Some("user"));
+    assert!(h.reply(x).ended, "the stream owes nothing more");
+    let result = json(RESULT);
+    assert_eq!(
+        h.server.respond(h.now, request.handle(), &result),
+        Err(SendError::UnknownRequest)
+    );
+}
+
+#[test]
+fn heartbeats_are_comments_on_idle_streams() {
+    let mut h = Harness::new(Config::new().with_heartbeat(Some(Duration::from_secs(15))));
+    let (sid, session) = h.initialize(V3);
+    let g = h.get(&sid, None);
+    h.advance(Duration::from_secs(10));
+    h.server
+        .notify(h.now, Target::Session(session), "n", None)
+        .unwrap();
+    h.advance(Duration::from_secs(10));
+    let comments = |h: &Harness| {
+        h.reply(g)
+            .items()
+            .iter()
+            .filter(|i| matches!(i, mcpwire::sse::Item::Comment(_)))
+            .count()
+    };
+    assert_eq!(comments(&h), 0, "a write 10 s ago: not idle yet");
+    h.advance(Duration::from_secs(6));
+    assert_eq!(comments(&h), 1);
+    h.advance(Duration::from_secs(15));
+    assert_eq!(comments(&h), 2);
+}
