@@ -78,11 +78,11 @@ impl Reply {
         out
     }
 
-    /// The data of every event that is not a priming event, as JSON.
+    /// The data of every `message` event that is not a priming event, as JSON.
     pub fn messages(&self) -> Vec<serde_json::Value> {
         self.events()
             .iter()
-            .filter(|e| !e.data().is_empty())
+            .filter(|e| !e.data().is_empty() && e.event_type() == "message")
             .map(|e| serde_json::from_str(e.data()).expect("JSON event data"))
             .collect()
     }
