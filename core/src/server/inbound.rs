@@ -289,16 +289,7 @@ impl Server {
     /// its frames for a resume. A legacy session ends with its stream.
     pub fn handle_disconnect(&mut self, now: Instant, exchange: ExchangeId) {
         self.clock(now);
-        let x = exchange.0;
-        let legacy = self
-            .exchanges
-            .get(&x)
-            .filter(|e| e.era == Era::HttpSse && e.route == Route::Get)
-            .and_then(|e| e.session);
-        self.forget_exchange(x);
-        if let Some(s) = legacy {
-            self.close_session_key(s, CloseReason::Disconnected);
-        }
+        self.forget_exchange(exchange.0);
     }
 
     /// Answers `x` with a head and an error body, and ends it.

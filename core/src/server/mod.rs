@@ -387,6 +387,10 @@ impl Server {
         }
         if let Some(s) = e.session {
             self.exchange_left_session(s);
+            // A legacy session lives exactly as long as its stream.
+            if e.era == Era::HttpSse && e.route == state::Route::Get {
+                self.close_session_key(s, CloseReason::Disconnected);
+            }
         }
     }
 

@@ -580,8 +580,12 @@ impl Server {
         stream.conn = None;
         let gone = stream.ring.is_none() && matches!(stream.kind, StreamKind::Post { .. })
             || stream.done && stream.ring.is_none();
+        let linger = stream.done && stream.ring.is_some();
         if gone {
             self.remove_stream(t);
+        } else if linger && let Some(now) = self.now {
+            // A resume of a finished stream just ended: its frames linger again from now.
+            self.timers.insert((now + self.config.linger, Timer::Linger(t)));
         }
     }
 
