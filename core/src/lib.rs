@@ -13,11 +13,12 @@
 //! Every machine in this crate is driven the same way:
 //!
 //! 1. Give it input: `push` bytes, `handle_*` calls with plain data and `now`.
-//! 2. Drain its output with `poll_*` (`Decoder::poll_item`, and in the state machines
-//!    `poll_output`, `poll_event`) until it returns `None`, which means "need more
+//! 2. Drain its output with `poll_*` (`Decoder::poll_item`; the server's `poll_ready`,
+//!    `poll_transmit` and `poll_event`) until it returns `None`, which means "need more
 //!    input", never an error.
 //! 3. Ask `poll_timeout()` for the next deadline, and call `handle_timeout(now)` when it
-//!    passes (`jsonrpc::Pending`, `resume::ReplayRing`, `resume::EventStore`).
+//!    passes (`server::Server`, `jsonrpc::Pending`, `resume::ReplayRing`,
+//!    `resume::EventStore`).
 //! 4. Repeat. At end of input call `finish`, then drain once more.
 //!
 //! ## Modules
@@ -29,6 +30,9 @@
 //! - [`resume`]: resumability (SEP-1699): ring-scoped [`EventId`](resume::EventId)s, the
 //!   bounded O(1) [`ReplayRing`](resume::ReplayRing) and the
 //!   [`EventStore`](resume::EventStore) seam.
+//! - [`server`]: the sans-IO [`Server`](server::Server): Streamable HTTP (sessions, the GET
+//!   stream, resumable streams, SEP-1699 polling, heartbeats) and legacy HTTP+SSE on one
+//!   state machine, with every status-code and routing decision in it.
 //!
 //! ## Unsafe code
 //!

@@ -376,3 +376,44 @@ fn a_slow_reader_is_ended_at_the_unsent_bound_and_loses_nothing_it_can_resume() 
         (0..20).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn http_post_10_before_2025_11_25_a_stream_is_never_closed_before_its_response() {
+    let mut h = Harness::new(sse().with_polling(Some(Duration::ZERO)));
+    let (sid, _) = h.initialize("2025-06-18");
+    let x = h.post(Some(&sid), Some("2025-06-18"), CALL);
+    let request = h.take_request();
+    h.advance(Duration::from_secs(10));
+    assert!(!h.reply(x).ended, "polling is a 2025-11-25 behaviour");
+    h.answer(&request, "{}");
+    assert!(h.reply(x).ended);
+}
+
+#[test]
+fn http_get_6_the_server_may_close_the_get_stream_after_retry_and_the_client_resumes() {
+    let mut h = Harness::new(
+        Config::new()
+            .with_polling(Some(Duration::from_secs(30)))
+            .with_heartbeat(None),
+    );
+    let (sid, session) = h.initialize(V3);
+    let g = h.get(&sid, None);
+    let items = h.reply(g).items();
+    assert!(matches!(items[0], mcpwire::sse::Item::Retry(_)));
+    let priming = h.reply(g).events()[0].id().to_owned();
+    h.advance(Duration::from_secs(30));
+    assert!(h.reply(g).ended);
+    h.server
+        .notify(
+            h.now,
+            Target::Session(session),
+            "notifications/message",
+            None,
+        )
+        .unwrap();
+    let again = h.get(&sid, Some(&priming));
+    assert_eq!(
+        h.reply(again).messages()[0]["method"],
+        "notifications/message"
+    );
+}

@@ -182,7 +182,7 @@ fn http_post_body_limit_is_413_from_content_length_or_while_streaming() {
 }
 
 #[test]
-fn http_post_8_http_post_9_http_post_11_a_related_message_opens_a_stream_that_ends_after_the_response()
+fn http_post_8_http_post_9_http_post_11_resume_1_a_related_message_opens_a_stream_that_ends_after_the_response()
  {
     let mut h = Harness::new(Config::new());
     let (sid, _) = h.initialize(V2);
@@ -293,7 +293,8 @@ fn json_response_mode_sends_related_messages_to_the_get_stream() {
 }
 
 #[test]
-fn http_get_1_http_get_3_http_get_4_http_get_8_unrelated_messages_go_on_the_get_stream_only() {
+fn http_get_1_http_get_3_http_get_4_http_get_5_http_get_7_http_get_8_unrelated_messages_go_on_the_get_stream_only()
+ {
     let mut h = Harness::new(Config::new());
     let (sid, session) = h.initialize(V3);
     let g = h.get(&sid, None);
@@ -668,7 +669,7 @@ fn modern_5_a_2026_07_28_post_is_told_the_supported_versions() {
 }
 
 #[test]
-fn batch_1_batch_2_batch_3_a_2025_03_26_batch_is_answered_with_an_array() {
+fn http_post_4_batch_1_batch_2_batch_3_a_2025_03_26_batch_is_answered_with_an_array() {
     let mut h = Harness::new(Config::new());
     let (sid, _) = h.initialize(V1);
     let x = h.post(
@@ -966,4 +967,17 @@ fn heartbeats_are_comments_on_idle_streams() {
     assert_eq!(comments(&h), 1);
     h.advance(Duration::from_secs(15));
     assert_eq!(comments(&h), 2);
+}
+
+#[test]
+fn http_get_10_modern_2_a_2026_07_28_get_or_delete_is_405() {
+    let mut h = Harness::new(Config::new());
+    for method in ["GET", "DELETE"] {
+        let headers = [
+            ("accept", "text/event-stream"),
+            ("mcp-protocol-version", "2026-07-28"),
+        ];
+        let x = h.send(Harness::head(method, "/mcp", &headers), None);
+        assert_eq!(h.reply(x).status(), 405, "{method}");
+    }
 }

@@ -585,7 +585,8 @@ impl Server {
             self.remove_stream(t);
         } else if linger && let Some(now) = self.now {
             // A resume of a finished stream just ended: its frames linger again from now.
-            self.timers.insert((now + self.config.linger, Timer::Linger(t)));
+            self.timers
+                .insert((now + self.config.linger, Timer::Linger(t)));
         }
     }
 
