@@ -931,11 +931,13 @@ impl Server {
         for id in session.server_requests {
             let _ = self.server_requests.cancel(&id);
         }
+        // The session's open requests are the `by_id` entries scoped to it (ids order from
+        // the least integer up).
         let open: Vec<u64> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| r.session == Some(s))
-            .map(|(h, _)| *h)
+            .by_id
+            .range((s, RequestId::int(i64::MIN))..)
+            .take_while(|((scope, _), _)| *scope == s)
+            .map(|(_, h)| *h)
             .collect();
         for h in open {
             let exchange = self.requests.get(&h).and_then(|r| r.exchange);
@@ -949,11 +951,7 @@ impl Server {
                 self.refuse(x, Refuse::new(StatusCode::NOT_FOUND, "session ended"));
             }
         }
-        for e in self.exchanges.values_mut() {
-            if e.session == Some(s) {
-                e.session = None;
-            }
-        }
+        // Exchanges still naming `s` find it gone: session keys are never reused.
         self.store.drop_session(&s);
         self.events.push_back(Event::SessionClosed {
             session: SessionId(s),

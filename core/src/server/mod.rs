@@ -60,7 +60,7 @@
 //! - **Response mode** ([`ResponseMode`], §14.6): by default JSON unless the application
 //!   sends a related message before its answer, which opens an SSE stream.
 //! - **Resumability**: every SSE stream of a session carries event ids (its frames are
-//!   kept in the [`MemoryStore`](crate::resume::MemoryStore) ring of that stream), and on
+//!   kept in the `resume::MemoryStore` ring of that stream), and on
 //!   a 2025-11-25 session starts with a priming event carrying `retry` (RESUME-8,
 //!   RESUME-10). A live connection is the stream's tail: every frame is appended to the
 //!   ring, then handed to the connection; a resume writes the ring's frames after the

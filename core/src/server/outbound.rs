@@ -92,8 +92,8 @@ impl Server {
     }
 
     /// Sends a server→client request to `target`; its response comes as
-    /// [`Event::Response`](super::Event::Response), or [`Event::RequestTimedOut`]
-    /// (super::Event::RequestTimedOut) once `deadline` passes.
+    /// [`Event::Response`](super::Event::Response), or
+    /// [`Event::RequestTimedOut`](super::Event::RequestTimedOut) once `deadline` passes.
     ///
     /// # Errors
     /// As [`notify`](Self::notify); [`SendError::TooManyRequests`] at the bound;

@@ -162,8 +162,9 @@ impl IncomingRequest {
 /// Where a message the application sends goes (docs/requirements.md §14.12).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
-    /// On the stream of this open request (HTTP-POST-9). Under [`ResponseMode::Json`]
-    /// (super::ResponseMode::Json) it goes to the session's GET stream instead.
+    /// On the stream of this open request (HTTP-POST-9). Under
+    /// [`ResponseMode::Json`](super::ResponseMode::Json) it goes to the session's GET
+    /// stream instead.
     Request(RequestHandle),
     /// On the session's standalone GET stream (HTTP-GET-4), or its legacy stream; kept
     /// (bounded) while no GET stream is connected.
