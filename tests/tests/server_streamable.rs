@@ -981,3 +981,30 @@ fn http_get_10_modern_2_a_2026_07_28_get_or_delete_is_405() {
         assert_eq!(h.reply(x).status(), 405, "{method}");
     }
 }
+
+#[test]
+fn batch_a_request_cancelled_in_its_own_batch_is_not_owed() {
+    let mut h = Harness::new(Config::new());
+    let (sid, _) = h.initialize(V1);
+    let x = h.post(
+        Some(&sid),
+        None,
+        r#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}},{"jsonrpc":"2.0","id":2,"method":"b"}]"#,
+    );
+    let events = h.take_events();
+    assert!(matches!(
+        events[..],
+        [
+            Event::Request(_),
+            Event::Cancelled { .. },
+            Event::Request(_)
+        ]
+    ));
+    let Event::Request(second) = &events[2] else {
+        unreachable!()
+    };
+    h.answer(second, "{}");
+    let body = h.reply(x).json();
+    assert_eq!(body.as_array().unwrap().len(), 1);
+    assert_eq!(body[0]["id"], 2);
+}

@@ -272,7 +272,7 @@ impl Server {
         if e.phase != Phase::Body {
             return;
         }
-        e.phase = Phase::Awaiting;
+        e.phase = Phase::Dispatching;
         let body = match e.first_chunk.take() {
             Some(first) => first,
             None => std::mem::take(&mut e.body).freeze(),
@@ -517,7 +517,6 @@ impl Server {
         };
         let scope = session.unwrap_or(x);
         let mut immediate = Vec::new();
-        let mut owed = 0;
         for item in items {
             let message = match item {
                 Ok(m) => m,
@@ -533,9 +532,8 @@ impl Server {
             };
             match message.kind() {
                 Kind::Request => {
-                    match self.open_request(x, session, scope, version, era, message) {
-                        Ok(()) => owed += 1,
-                        Err(body) => immediate.push(body),
+                    if let Err(body) = self.open_request(x, session, scope, version, era, message) {
+                        immediate.push(body);
                     }
                 }
                 Kind::Notification => self.notification(now, session, scope, message),
@@ -544,6 +542,9 @@ impl Server {
         }
         let e = self.exchanges.get_mut(&x).expect("exchange exists");
         e.batch = batch;
+        e.phase = Phase::Awaiting;
+        // The requests still open: a batch may have cancelled one of its own.
+        let owed = e.requests.len();
         if owed == 0 && immediate.is_empty() {
             // HTTP-POST-5: only notifications and responses.
             let head = empty_head(StatusCode::ACCEPTED);

@@ -31,6 +31,9 @@ pub(super) enum Route {
 pub(super) enum Phase {
     /// Taking the request body.
     Body,
+    /// The body is complete and its messages are being handed out; answers and
+    /// cancellations during this are counted when it ends.
+    Dispatching,
     /// The body was dispatched; the head waits for the application (JSON, or the first
     /// related message under `ResponseMode::Auto`).
     Awaiting,
