@@ -51,6 +51,7 @@
 //! WHATWG section it comes from. Tests are named after them.
 
 mod buf;
+mod entropy;
 mod utf8;
 mod version;
 
@@ -59,5 +60,6 @@ pub mod resume;
 pub mod server;
 pub mod sse;
 
+pub use entropy::Entropy;
 pub use utf8::{Utf8Bytes, Utf8Ref};
 pub use version::{ProtocolVersion, UnknownVersion};

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mcpwire::server::{Config, Entropy, Event, ExchangeId, Server, SessionId, Transmit};
+use mcpwire::Entropy;
+use mcpwire::server::{Config, Event, ExchangeId, Server, SessionId, Transmit};
 use mcpwire::sse::{Decoder, Event as SseEvent, Item, Limits};
 
 /// The `Accept` value a conforming client sends on POST (HTTP-POST-3).

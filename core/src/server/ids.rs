@@ -74,17 +74,3 @@ impl RequestHandle {
         self.0
     }
 }
-
-/// The source of the randomness in session ids (SESSION-2). The core draws none itself:
-/// an adapter passes the operating system's generator, a test or a simulation a seeded one,
-/// so a run can be replayed exactly.
-pub trait Entropy {
-    /// Fills `dst` with random bytes. A session id takes 16 (128 bits).
-    fn fill(&mut self, dst: &mut [u8]);
-}
-
-impl<F: FnMut(&mut [u8])> Entropy for F {
-    fn fill(&mut self, dst: &mut [u8]) {
-        self(dst)
-    }
-}

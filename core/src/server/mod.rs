@@ -80,7 +80,7 @@
 //! - **Version header** (§14.9): on a session, `MCP-Protocol-Version` must equal the
 //!   negotiated version; without a session it must be a served version; absent, the
 //!   session's version applies, else 2025-03-26 (VERSION-3).
-//! - **Sessions**: ids are 128 bits of the injected [`Entropy`], as 32 lowercase hex
+//! - **Sessions**: ids are 128 bits of the injected [`Entropy`](crate::Entropy), as 32 lowercase hex
 //!   digits (SESSION-2, SESSION-3). A full server answers `initialize` with 503 and
 //!   `Retry-After`. Idle sessions (no open exchange and no request for
 //!   [`Config::with_session_idle`]) expire; their id then gets 404 (SESSION-7).
@@ -99,11 +99,12 @@ use std::time::Instant;
 use bytes::BytesMut;
 
 pub use config::{Allow, Config, LegacyPaths, ResponseMode, SessionMode};
-pub use ids::{Entropy, ExchangeId, RequestHandle, SessionId, StreamId};
+pub use ids::{ExchangeId, RequestHandle, SessionId, StreamId};
 pub use output::{
     CloseReason, Delivery, Era, Event, IncomingRequest, Refusal, SendError, Target, Transmit,
 };
 
+use crate::Entropy;
 use crate::jsonrpc::{Classifier, Pending, RequestId};
 use crate::resume::{Epoch, EventStore, MemoryStore};
 use state::{Exchange, OpenRequest, Session, Stream, Timer};
