@@ -55,6 +55,7 @@ mod entropy;
 mod utf8;
 mod version;
 
+pub mod client;
 pub mod jsonrpc;
 pub mod resume;
 pub mod server;

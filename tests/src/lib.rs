@@ -9,8 +9,11 @@
 //! - [`alloc`]: a counting global allocator for the allocation tests.
 //! - [`server`]: a driver for `mcpwire::server::Server` on a virtual clock, for the
 //!   server's requirement tests, properties and fuzz target.
+//! - [`pair`]: a `Client` and a `Server` joined in memory on one virtual clock, for the
+//!   client's requirement tests.
 
 pub mod alloc;
+pub mod pair;
 pub mod server;
 
 /// Spec-literal oracles: naive transcriptions of the specifications the core implements.

@@ -206,7 +206,7 @@ fn resume_refusals_14_3_malformed_unknown_not_issued_are_400_never_404() {
         let g = h.get(&sid, Some(id));
         let reply = h.reply(g);
         assert_eq!(reply.status(), 400, "{id}");
-        assert_eq!(reply.json()["error"]["code"], -32600, "{id}");
+        assert_eq!(reply.json()["error"]["code"], -32000, "{id}");
     }
 }
 

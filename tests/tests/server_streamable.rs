@@ -350,6 +350,11 @@ fn http_get_2_http_get_3_accept_and_405_where_disabled_or_stateless() {
     let (sid, _) = h.initialize(V3);
     let x = h.get(&sid, None);
     assert_eq!(h.reply(x).status(), 405);
+    assert_eq!(
+        h.reply(x).header("allow"),
+        Some("POST, DELETE"),
+        "RFC 9110: 405 names what is allowed"
+    );
     let mut h = Harness::new(Config::new().with_sessions(SessionMode::Stateless));
     let x = h.send(
         Harness::head("GET", "/mcp", &[("accept", "text/event-stream")]),
@@ -464,6 +469,7 @@ fn session_5_session_6_session_7_a_missing_id_is_400_an_unknown_one_404() {
     assert_eq!(h.reply(x).status(), 400);
     let x = h.post(Some("0123456789abcdef0123456789abcdef"), Some(V3), CALL);
     assert_eq!(h.reply(x).status(), 404);
+    assert_eq!(error_code(&h.reply(x)), -32001);
     let x = h.post(Some(&sid), Some(V3), CALL);
     assert!(
         h.reply(x).head.is_none(),
@@ -604,11 +610,14 @@ fn stateless_mode_mints_no_session_and_answers_every_post() {
 }
 
 #[test]
-fn version_1_version_2_version_4_the_header_must_be_the_negotiated_version() {
+fn version_1_version_2_version_4_the_header_must_name_a_served_version() {
     let mut h = Harness::new(Config::new());
     let (sid, _) = h.initialize(V2);
+    // §14.9: any served version is taken (the conformance suite 0.1.16 sends 2025-03-26
+    // on every session); the negotiated one still governs.
     for (version, status) in [
-        (Some(V3), 400),
+        (Some(V3), 202),
+        (Some(V1), 202),
         (Some("2025-13-01"), 400),
         (Some(V2), 202),
         (None, 202),
@@ -618,8 +627,19 @@ fn version_1_version_2_version_4_the_header_must_be_the_negotiated_version() {
         assert_eq!(reply.status(), status, "{version:?}");
         if status == 400 {
             assert_eq!(error_code(&reply), -32000);
+            let message = reply.json()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert!(
+                message.contains("2025-13-01") && message.contains(V3),
+                "{message}"
+            );
         }
     }
+    // The negotiated 2025-06-18 governs whatever the header says: no batches.
+    let x = h.post(Some(&sid), Some(V1), r#"[{"jsonrpc":"2.0","method":"n"}]"#);
+    assert_eq!(h.reply(x).status(), 400);
 }
 
 #[test]

@@ -33,17 +33,25 @@ pub(super) struct Refuse {
     id: Option<RequestId>,
     /// `WWW-Authenticate`, for a 401 (SEC-6).
     challenge: Option<String>,
+    /// `Allow`, for a 405 (RFC 9110 requires it).
+    allow: Option<&'static str>,
 }
 
 impl Refuse {
     pub(super) fn new(status: StatusCode, message: impl Into<Cow<'static, str>>) -> Self {
         Self {
             status,
-            code: ErrorCode::INVALID_REQUEST,
+            code: BAD_REQUEST,
             message: message.into(),
             id: None,
             challenge: None,
+            allow: None,
         }
+    }
+
+    fn allow(mut self, methods: &'static str) -> Self {
+        self.allow = Some(methods);
+        self
     }
 
     fn code(mut self, code: ErrorCode) -> Self {
@@ -54,6 +62,25 @@ impl Refuse {
 
 /// -32000, the code the TypeScript SDK gives transport-level refusals ("Bad Request: …").
 const BAD_REQUEST: ErrorCode = ErrorCode(-32000);
+/// -32001, the code the TypeScript SDK gives an unknown session's 404.
+const SESSION_NOT_FOUND: ErrorCode = ErrorCode(-32001);
+
+/// 400 for a `MCP-Protocol-Version` the endpoint does not serve, naming those it does.
+fn unsupported_version(requested: &str) -> Refuse {
+    let supported: Vec<&str> = SERVED.iter().map(|v| v.as_str()).collect();
+    Refuse::new(
+        StatusCode::BAD_REQUEST,
+        format!(
+            "unsupported MCP-Protocol-Version {requested:?} (supported: {})",
+            supported.join(", ")
+        ),
+    )
+}
+
+/// 404 for a session id the server does not know (SESSION-7).
+fn session_not_found() -> Refuse {
+    Refuse::new(StatusCode::NOT_FOUND, "session not found").code(SESSION_NOT_FOUND)
+}
 
 impl Server {
     /// A request head arrived: returns the exchange it opens. The head may be answered
@@ -141,10 +168,9 @@ impl Server {
         let sse = check::accepts(headers, "text", "event-stream");
         if legacy_sse {
             if head.method != Method::GET {
-                return Err(Refuse::new(
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    "method not allowed",
-                ));
+                return Err(
+                    Refuse::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").allow("GET"),
+                );
             }
             if headers.contains_key(header::ACCEPT) && !sse {
                 return Err(Refuse::new(
@@ -156,10 +182,9 @@ impl Server {
         }
         if legacy_post {
             if head.method != Method::POST {
-                return Err(Refuse::new(
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    "method not allowed",
-                ));
+                return Err(
+                    Refuse::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").allow("POST"),
+                );
             }
             if !check::is_json_body(headers) {
                 return Err(Refuse::new(
@@ -175,7 +200,7 @@ impl Server {
                 .filter(|s| self.sessions.get(s).is_some_and(|s| s.legacy));
             return match session {
                 Some(s) => Ok((Route::LegacyPost(s), Era::HttpSse)),
-                None => Err(Refuse::new(StatusCode::NOT_FOUND, "session not found")),
+                None => Err(session_not_found()),
             };
         }
         let stateless = self.config.sessions == SessionMode::Stateless;
@@ -187,6 +212,16 @@ impl Server {
             Era::Sessionless
         } else {
             Era::Sessions
+        };
+        let allow = match (
+            stateless || sessionless,
+            self.config.get_stream,
+            self.config.delete,
+        ) {
+            (false, true, true) => "GET, POST, DELETE",
+            (false, true, false) => "GET, POST",
+            (false, false, true) => "POST, DELETE",
+            _ => "POST",
         };
         match head.method {
             Method::POST => {
@@ -207,7 +242,8 @@ impl Server {
             Method::GET if stateless || !self.config.get_stream || sessionless => Err(Refuse::new(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "no standalone stream",
-            )),
+            )
+            .allow(allow)),
             Method::GET => {
                 if !sse {
                     return Err(Refuse::new(
@@ -220,12 +256,12 @@ impl Server {
             Method::DELETE if stateless || !self.config.delete || sessionless => Err(Refuse::new(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "sessions cannot be deleted",
-            )),
+            )
+            .allow(allow)),
             Method::DELETE => Ok((Route::Delete, era)),
-            _ => Err(Refuse::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method not allowed",
-            )),
+            _ => {
+                Err(Refuse::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").allow(allow))
+            }
         }
     }
 
@@ -301,6 +337,10 @@ impl Server {
         {
             head.headers.insert(header::WWW_AUTHENTICATE, value);
         }
+        if let Some(allow) = refuse.allow {
+            head.headers
+                .insert(header::ALLOW, HeaderValue::from_static(allow));
+        }
         if refuse.status == StatusCode::SERVICE_UNAVAILABLE {
             head.headers
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
@@ -336,34 +376,22 @@ impl Server {
                     ));
                 }
                 Some(Err(())) => {
-                    return Err(Refuse::new(StatusCode::NOT_FOUND, "session not found"));
+                    return Err(session_not_found());
                 }
                 Some(Ok(s)) if self.sessions.get(&s).is_none_or(|s| s.legacy) => {
-                    return Err(Refuse::new(StatusCode::NOT_FOUND, "session not found"));
+                    return Err(session_not_found());
                 }
                 Some(Ok(s)) => Some(s),
             }
         };
         let negotiated = session.map(|s| self.sessions[&s].version);
+        // §14.9: the session's negotiated version governs; a header must name a served
+        // version (VERSION-4), as the TypeScript SDK checks.
         let version = match (&e.version_header, negotiated) {
-            (None, Some(v)) => v,
-            (None, None) => ProtocolVersion::V2025_03_26,
-            (Some(Ok(v)), Some(n)) if *v == n => n,
-            (Some(Ok(v)), None) if SERVED[1..].contains(v) => *v,
-            (Some(Ok(_)), Some(_)) => {
-                return Err(Refuse::new(
-                    StatusCode::BAD_REQUEST,
-                    "MCP-Protocol-Version differs from the negotiated version",
-                )
-                .code(BAD_REQUEST));
-            }
-            (Some(_), _) => {
-                return Err(Refuse::new(
-                    StatusCode::BAD_REQUEST,
-                    "unsupported MCP-Protocol-Version",
-                )
-                .code(BAD_REQUEST));
-            }
+            (Some(Ok(v)), n) if SERVED.contains(v) => n.unwrap_or(*v),
+            (None, n) => n.unwrap_or(ProtocolVersion::V2025_03_26),
+            (Some(Ok(v)), _) => return Err(unsupported_version(v.as_str())),
+            (Some(Err(v)), _) => return Err(unsupported_version(v)),
         };
         if let Some(s) = session {
             let e = self
@@ -389,9 +417,10 @@ impl Server {
             Some(Ok(s)) => self.sessions.get(&s).map(|s| s.version),
             _ => None,
         };
-        let parse_version = match &self.exchanges[&x].version_header {
-            Some(Ok(v)) => *v,
-            _ => session_hint.unwrap_or(ProtocolVersion::V2025_03_26),
+        let parse_version = match (&self.exchanges[&x].version_header, session_hint) {
+            (_, Some(v)) => v,
+            (Some(Ok(v)), None) => *v,
+            _ => ProtocolVersion::V2025_03_26,
         };
         let parsed =
             body_text(body).and_then(|text| self.classifier.envelopes(text, parse_version));
@@ -426,20 +455,19 @@ impl Server {
             unreachable!("initialize is only recognised as a single message");
         };
         let e = &self.exchanges[&x];
-        if let Some(Err(v)) = &e.version_header {
-            let _ = v;
-            return Err(
-                Refuse::new(StatusCode::BAD_REQUEST, "unsupported MCP-Protocol-Version")
-                    .code(BAD_REQUEST),
-            );
+        match &e.version_header {
+            Some(Err(v)) => return Err(unsupported_version(v)),
+            Some(Ok(v)) if !SERVED.contains(v) => return Err(unsupported_version(v.as_str())),
+            _ => {}
         }
         match e.session_header {
             Some(Ok(s)) if self.sessions.contains_key(&s) => {
-                let mut r = Refuse::new(StatusCode::BAD_REQUEST, "session already initialized");
+                let mut r = Refuse::new(StatusCode::BAD_REQUEST, "session already initialized")
+                    .code(ErrorCode::INVALID_REQUEST);
                 r.id = init.id().cloned();
                 return Err(r);
             }
-            Some(_) => return Err(Refuse::new(StatusCode::NOT_FOUND, "session not found")),
+            Some(_) => return Err(session_not_found()),
             None => {}
         }
         let version = negotiate(init);
@@ -889,7 +917,7 @@ impl Server {
             Err(e) => return self.refuse(x, parse_refusal(&e)),
         };
         let Some(session) = self.sessions.get_mut(&s) else {
-            return self.refuse(x, Refuse::new(StatusCode::NOT_FOUND, "session not found"));
+            return self.refuse(x, session_not_found());
         };
         session.last_active = now;
         let version = session.version;

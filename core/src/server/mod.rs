@@ -77,9 +77,12 @@
 //!   second). Messages for it while no connection is live are kept, up to
 //!   [`Config::with_max_backlog`], and written when one connects; a send beyond is
 //!   refused with [`SendError::BacklogFull`].
-//! - **Version header** (§14.9): on a session, `MCP-Protocol-Version` must equal the
-//!   negotiated version; without a session it must be a served version; absent, the
-//!   session's version applies, else 2025-03-26 (VERSION-3).
+//! - **Version header** (§14.9): `MCP-Protocol-Version` must name a served version
+//!   (400 with -32000 otherwise); on a session the negotiated version governs; absent,
+//!   the session's version applies, else 2025-03-26 (VERSION-3).
+//! - **Error codes** in refusal bodies follow the TypeScript SDK: -32000 for transport
+//!   refusals, -32001 for an unknown session's 404, -32700 and -32600 for bad JSON and
+//!   bad shapes; a 405 names the allowed methods in `Allow`.
 //! - **Sessions**: ids are 128 bits of the injected [`Entropy`](crate::Entropy), as 32 lowercase hex
 //!   digits (SESSION-2, SESSION-3). A full server answers `initialize` with 503 and
 //!   `Retry-After`. Idle sessions (no open exchange and no request for

@@ -1,0 +1,117 @@
+//! [`Config`]: the client's endpoint, what it offers in `initialize`, and its bounds.
+
+use std::time::Duration;
+
+use crate::ProtocolVersion;
+
+/// Everything a [`Client`](super::Client) decides by policy.
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct Config {
+    pub(super) endpoint: http::Uri,
+    pub(super) version: ProtocolVersion,
+    pub(super) client_name: String,
+    pub(super) client_version: String,
+    pub(super) capabilities: String,
+    pub(super) get_stream: bool,
+    pub(super) legacy_fallback: bool,
+    pub(super) reinitialize: bool,
+    pub(super) max_pending: usize,
+    pub(super) max_body: usize,
+    pub(super) sse: crate::sse::Limits,
+    pub(super) backoff: Duration,
+    pub(super) max_backoff: Duration,
+    pub(super) max_attempts: u32,
+}
+
+impl Config {
+    /// A client of the MCP endpoint at `endpoint` (an absolute `http` or `https` URI),
+    /// offering [`ProtocolVersion::LATEST_WITH_INITIALIZE`], no capabilities, the
+    /// standalone GET stream on, legacy fallback on, no automatic re-initialization,
+    /// 1,024 requests in flight, 4 MiB JSON bodies, the SSE decoder's default limits, and
+    /// reconnection after 1 s doubling up to 30 s, 5 attempts, when the server gave no
+    /// `retry`.
+    pub fn new(endpoint: http::Uri) -> Self {
+        Self {
+            endpoint,
+            version: ProtocolVersion::LATEST_WITH_INITIALIZE,
+            client_name: "mcpwire".into(),
+            client_version: env!("CARGO_PKG_VERSION").into(),
+            capabilities: "{}".into(),
+            get_stream: true,
+            legacy_fallback: true,
+            reinitialize: false,
+            max_pending: 1024,
+            max_body: 4 << 20,
+            sse: crate::sse::Limits::default(),
+            backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(30),
+            max_attempts: 5,
+        }
+    }
+
+    /// The revision offered in `initialize` (JSONRPC-11).
+    pub fn with_version(mut self, version: ProtocolVersion) -> Self {
+        self.version = version;
+        self
+    }
+
+    /// `clientInfo` in `initialize`.
+    pub fn with_client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self.client_version = version.into();
+        self
+    }
+
+    /// `capabilities` in `initialize`, as JSON object text (not checked here: the server
+    /// answers a bad one with an error).
+    pub fn with_capabilities(mut self, json: impl Into<String>) -> Self {
+        self.capabilities = json.into();
+        self
+    }
+
+    /// Whether to open the standalone GET stream once initialized (HTTP-GET-1).
+    pub fn with_get_stream(mut self, open: bool) -> Self {
+        self.get_stream = open;
+        self
+    }
+
+    /// Whether a 400, 404 or 405 to `initialize` falls back to HTTP+SSE (LEGACY-6).
+    pub fn with_legacy_fallback(mut self, fallback: bool) -> Self {
+        self.legacy_fallback = fallback;
+        self
+    }
+
+    /// Whether a session the server ended (404, SESSION-8) is re-initialized at once.
+    pub fn with_reinitialize(mut self, reinitialize: bool) -> Self {
+        self.reinitialize = reinitialize;
+        self
+    }
+
+    /// The most requests awaiting their response.
+    pub fn with_max_pending(mut self, requests: usize) -> Self {
+        self.max_pending = requests;
+        self
+    }
+
+    /// The largest JSON response body, in bytes.
+    pub fn with_max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// The SSE decoder's limits on every stream.
+    pub fn with_sse_limits(mut self, limits: crate::sse::Limits) -> Self {
+        self.sse = limits;
+        self
+    }
+
+    /// Reconnection when the server sent no `retry`: the first delay, its cap, and how
+    /// many attempts a stream gets before its requests fail (RESUME-12).
+    pub fn with_backoff(mut self, first: Duration, cap: Duration, attempts: u32) -> Self {
+        self.backoff = first;
+        self.max_backoff = cap;
+        self.max_attempts = attempts;
+        self
+    }
+}

@@ -1,0 +1,563 @@
+//! The client's writing and reading: requests out, messages in, streams resumed.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::Method;
+use http::header::{self, HeaderValue};
+
+use super::{
+    Body, Client, Event, ExKind, Exchange, ExchangeId, Phase, RequestError, Stream, StreamKind,
+    Transmit, Transport, split,
+};
+use crate::ProtocolVersion;
+use crate::jsonrpc::{Envelope, Kind, Outgoing, RequestId, Resolution, body_text};
+use crate::sse::Item;
+
+impl Client {
+    /// A request head for `uri` with the session's headers.
+    pub(super) fn head(&self, method: Method, uri: http::Uri) -> http::request::Parts {
+        let (mut head, ()) = http::Request::new(()).into_parts();
+        head.method = method;
+        if let Some(authority) = uri.authority()
+            && let Ok(host) = HeaderValue::from_str(authority.as_str())
+        {
+            head.headers.insert(header::HOST, host);
+        }
+        head.uri = uri;
+        let h = &mut head.headers;
+        if head.method == Method::POST {
+            h.insert(
+                header::ACCEPT,
+                HeaderValue::from_static("application/json, text/event-stream"),
+            );
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+        } else if head.method == Method::GET {
+            h.insert(
+                header::ACCEPT,
+                HeaderValue::from_static("text/event-stream"),
+            );
+        }
+        if self.transport == Transport::StreamableHttp {
+            if let Some(session) = &self.session {
+                h.insert("mcp-session-id", session.clone());
+            }
+            if let Some(version) = self.version {
+                h.insert(
+                    "mcp-protocol-version",
+                    HeaderValue::from_static(version.as_str()),
+                );
+            }
+        }
+        head
+    }
+
+    /// Queues an HTTP request.
+    pub(super) fn transmit(
+        &mut self,
+        kind: ExKind,
+        head: http::request::Parts,
+        body: Bytes,
+    ) -> u64 {
+        let x = self.next;
+        self.next += 1;
+        self.exchanges.insert(
+            x,
+            Exchange {
+                kind,
+                body: Body::Head,
+            },
+        );
+        self.out.push_back(Transmit::Request {
+            exchange: ExchangeId(x),
+            head,
+            body,
+        });
+        x
+    }
+
+    /// POSTs one message body to the endpoint (or the legacy POST URI).
+    pub(super) fn send_post(&mut self, body: Bytes, ids: Vec<RequestId>) {
+        let uri = match (self.transport, &self.legacy_post) {
+            (Transport::HttpSse, Some(uri)) => uri.clone(),
+            _ => self.config.endpoint.clone(),
+        };
+        let head = self.head(Method::POST, uri);
+        self.transmit(ExKind::Post { ids }, head, body);
+    }
+
+    /// Sends now if connected, else queues for after the handshake.
+    pub(super) fn send_or_wait(&mut self, body: Bytes, ids: Vec<RequestId>) {
+        if self.phase == Phase::Connected {
+            self.send_post(body, ids);
+        } else {
+            self.waiting.push_back((body, ids));
+        }
+    }
+
+    /// Encodes and sends (or queues) a message that carries no request.
+    pub(super) fn send_message(
+        &mut self,
+        message: &Outgoing<'_>,
+    ) -> Result<(), super::ClientError> {
+        if self.phase == Phase::Closed {
+            return Err(super::ClientError::NotConnected);
+        }
+        let mut body = bytes::BytesMut::new();
+        message.write(&mut body)?;
+        self.send_or_wait(body.freeze(), Vec::new());
+        Ok(())
+    }
+
+    /// A stream that owes the responses to `ids` still pending.
+    pub(super) fn new_stream(&mut self, kind: StreamKind, ids: &[RequestId]) -> u64 {
+        let t = self.next;
+        self.next += 1;
+        let mut owed = std::collections::BTreeSet::new();
+        for id in ids {
+            if self.pending.contains(id) || self.init_id.as_ref() == Some(id) {
+                owed.insert(id.clone());
+                self.owed_by.insert(id.clone(), t);
+            }
+        }
+        self.streams.insert(
+            t,
+            Stream {
+                kind,
+                owed,
+                last_id: String::new(),
+                retry: None,
+                attempts: 0,
+                conn: None,
+            },
+        );
+        t
+    }
+
+    pub(super) fn remove_stream(&mut self, t: u64) {
+        if let Some(stream) = self.streams.remove(&t) {
+            for id in stream.owed {
+                self.owed_by.remove(&id);
+            }
+        }
+        if self.get_stream == Some(t) {
+            self.get_stream = None;
+        }
+        self.timers.retain(|(_, s)| *s != t);
+    }
+
+    pub(super) fn drop_streams(&mut self) {
+        let all: Vec<u64> = self.streams.keys().copied().collect();
+        for t in all {
+            self.remove_stream(t);
+        }
+    }
+
+    /// `id` no longer waits on any stream.
+    pub(super) fn forget_owed(&mut self, id: &RequestId) {
+        if let Some(t) = self.owed_by.remove(id)
+            && let Some(stream) = self.streams.get_mut(&t)
+        {
+            stream.owed.remove(id);
+        }
+    }
+
+    /// Fails every request in flight.
+    pub(super) fn fail_all(&mut self, error: RequestError) {
+        let all: Vec<RequestId> = self.pending.drain().map(|(id, ())| id).collect();
+        for id in all {
+            self.forget_owed(&id);
+            if self.init_id.as_ref() == Some(&id) {
+                continue;
+            }
+            self.events.push_back(Event::Failed {
+                id,
+                error: error.clone(),
+            });
+        }
+        for (_, ids) in std::mem::take(&mut self.waiting) {
+            let _ = ids;
+        }
+    }
+
+    /// Fails those of `ids` still in flight.
+    pub(super) fn fail_ids(&mut self, ids: &[RequestId], error: RequestError) {
+        for id in ids {
+            if self.pending.cancel(id).is_some() {
+                self.forget_owed(id);
+                self.events.push_back(Event::Failed {
+                    id: id.clone(),
+                    error: error.clone(),
+                });
+            }
+        }
+    }
+
+    /// Reads every item the stream's decoder has.
+    pub(super) fn drain_stream(&mut self, now: Instant, x: u64, t: u64) {
+        loop {
+            let Some(Exchange {
+                body: Body::Sse(decoder, _),
+                ..
+            }) = self.exchanges.get_mut(&x)
+            else {
+                return;
+            };
+            let item = match decoder.poll_item() {
+                Ok(Some(item)) => item,
+                Ok(None) => break,
+                // A line or event over the limits was dropped; the rest goes on.
+                Err(_) => continue,
+            };
+            let last_id = decoder.last_event_id().to_owned();
+            if let Some(stream) = self.streams.get_mut(&t) {
+                stream.last_id = last_id;
+            }
+            match item {
+                Item::Event(event) => {
+                    let kind = self.streams.get(&t).map(|s| s.kind);
+                    match (kind, event.event_type()) {
+                        (Some(StreamKind::Legacy), "endpoint") => {
+                            let data = event.data().to_owned();
+                            self.legacy_endpoint(now, &data);
+                        }
+                        (Some(_), "" | "message") => self.message_data(now, event.into_data()),
+                        _ => {}
+                    }
+                }
+                Item::Retry(retry) => {
+                    if let Some(stream) = self.streams.get_mut(&t) {
+                        stream.retry = Some(retry);
+                    }
+                }
+                Item::Comment(_) => {}
+            }
+        }
+        // SSE-PARSE-14: an id-only block moves the last event id too.
+        if let Some(Exchange {
+            body: Body::Sse(decoder, _),
+            ..
+        }) = self.exchanges.get(&x)
+        {
+            let last = decoder.last_event_id().to_owned();
+            if let Some(stream) = self.streams.get_mut(&t) {
+                stream.last_id = last;
+            }
+        }
+    }
+
+    /// One event's data: skipped when empty (a priming event, §14.5), else one message or
+    /// (2025-03-26) a batch.
+    fn message_data(&mut self, now: Instant, data: crate::Utf8Bytes) {
+        if data.is_empty() {
+            return;
+        }
+        let version = self.version.unwrap_or(ProtocolVersion::V2025_03_26);
+        if let Ok(envelopes) = self.classifier.envelopes(data, version) {
+            for message in split(envelopes) {
+                self.message(now, message);
+            }
+        }
+    }
+
+    /// Routes one message from the server.
+    pub(super) fn message(&mut self, now: Instant, message: Envelope) {
+        match message.kind() {
+            Kind::Response | Kind::Error => {
+                let Some(id) = message.id().cloned() else {
+                    return;
+                };
+                if self.pending.token(&id).is_none() {
+                    // Unknown, or answered already: never delivered twice.
+                    return;
+                }
+                let _: Resolution<()> = self.pending.resolve(&id);
+                self.forget_owed(&id);
+                if self.init_id.as_ref() == Some(&id) {
+                    return self.handshake_done(now, message);
+                }
+                self.events.push_back(Event::Response(message));
+            }
+            Kind::Request => self.events.push_back(Event::Request(message)),
+            Kind::Notification => self.events.push_back(Event::Notification(message)),
+        }
+    }
+
+    /// A JSON response body: one response or (2025-03-26) an array of them.
+    pub(super) fn json_body(&mut self, now: Instant, ids: &[RequestId], body: Bytes) {
+        let version = self.version.unwrap_or(ProtocolVersion::V2025_03_26);
+        let parsed = body_text(body).and_then(|text| self.classifier.envelopes(text, version));
+        match parsed {
+            Ok(envelopes) => {
+                for message in split(envelopes) {
+                    self.message(now, message);
+                }
+            }
+            Err(e) => {
+                let error = RequestError::BadResponse(e.to_string());
+                if self.init_id.as_ref().is_some_and(|i| ids.contains(i)) {
+                    return self.connect_failed(error);
+                }
+                return self.fail_ids(ids, error);
+            }
+        }
+        if self
+            .init_id
+            .as_ref()
+            .is_some_and(|i| ids.contains(i) && self.pending.contains(i))
+        {
+            return self.connect_failed(RequestError::BadResponse("no InitializeResult".into()));
+        }
+        self.fail_ids(
+            ids,
+            RequestError::BadResponse("the body held no response for it".into()),
+        );
+    }
+
+    /// The `initialize` response arrived.
+    fn handshake_done(&mut self, now: Instant, result: Envelope) {
+        let _ = now;
+        self.init_id = None;
+        if result.kind() == Kind::Error {
+            let message = match result.message() {
+                crate::jsonrpc::Message::Error(e) => e.error.message.into_owned(),
+                _ => String::new(),
+            };
+            return self.connect_failed(RequestError::Http {
+                status: 200,
+                message,
+            });
+        }
+        let version = result
+            .payload()
+            .and_then(|p| serde_json::from_str::<serde_json::Value>(p.as_str()).ok())
+            .and_then(|v| {
+                v.get("protocolVersion")?
+                    .as_str()?
+                    .parse::<ProtocolVersion>()
+                    .ok()
+            })
+            .filter(|v| v.uses_initialize());
+        let Some(version) = version else {
+            return self.connect_failed(RequestError::BadResponse(
+                "the server offered no protocol version this client speaks".into(),
+            ));
+        };
+        self.version = Some(version);
+        self.phase = Phase::Connected;
+        let mut body = bytes::BytesMut::new();
+        let _ = Outgoing::Notification {
+            method: "notifications/initialized",
+            params: None,
+        }
+        .write(&mut body);
+        self.send_post(body.freeze(), Vec::new());
+        for (body, ids) in std::mem::take(&mut self.waiting) {
+            self.send_post(body, ids);
+        }
+        if self.config.get_stream && self.transport == Transport::StreamableHttp {
+            let t = self.new_stream(StreamKind::Get, &[]);
+            self.get_stream = Some(t);
+            self.reconnect(t);
+        }
+        self.events.push_back(Event::Connected {
+            version,
+            transport: self.transport,
+            result,
+        });
+    }
+
+    pub(super) fn connect_failed(&mut self, error: RequestError) {
+        self.phase = Phase::Closed;
+        // The handshake's own request is reported as the ConnectFailed, not as a failure.
+        self.fail_all(RequestError::Closed);
+        self.init_id = None;
+        self.drop_streams();
+        for x in std::mem::take(&mut self.exchanges).into_keys() {
+            self.out.push_back(Transmit::Abort(ExchangeId(x)));
+        }
+        self.events.push_back(Event::ConnectFailed(error));
+    }
+
+    /// 404 to a request with a session id (SESSION-8).
+    pub(super) fn session_expired(&mut self, now: Instant) {
+        self.fail_all(RequestError::SessionExpired);
+        self.drop_streams();
+        for x in std::mem::take(&mut self.exchanges).into_keys() {
+            self.out.push_back(Transmit::Abort(ExchangeId(x)));
+        }
+        self.session = None;
+        self.version = None;
+        self.init_id = None;
+        self.events.push_back(Event::SessionExpired);
+        if self.config.reinitialize {
+            self.phase = Phase::Idle;
+            self.connect(now);
+        } else {
+            self.phase = Phase::Closed;
+            self.events.push_back(Event::Closed);
+        }
+    }
+
+    /// LEGACY-6: GET the endpoint for an HTTP+SSE stream.
+    pub(super) fn fall_back(&mut self, now: Instant, x: u64) {
+        let _ = now;
+        self.exchanges.remove(&x);
+        self.out.push_back(Transmit::Abort(ExchangeId(x)));
+        self.transport = Transport::HttpSse;
+        let t = self.new_stream(StreamKind::Legacy, &[]);
+        let head = self.head(Method::GET, self.config.endpoint.clone());
+        self.transmit(ExKind::Get { stream: t }, head, Bytes::new());
+    }
+
+    /// The legacy `endpoint` event: resolve, check the origin (§14.14), send `initialize`.
+    fn legacy_endpoint(&mut self, now: Instant, data: &str) {
+        if self.legacy_post.is_some() {
+            return;
+        }
+        let Some(uri) = resolve(&self.config.endpoint, data) else {
+            return self.connect_failed(RequestError::BadResponse(format!(
+                "the endpoint event names another origin or no URI: {data:?}"
+            )));
+        };
+        self.legacy_post = Some(uri);
+        // The initialize request is still pending under its id: send it again, there.
+        let Some(id) = self.init_id.clone() else {
+            return;
+        };
+        let params = format!(
+            r#"{{"protocolVersion":"{}","capabilities":{},"clientInfo":{{"name":{},"version":{}}}}}"#,
+            ProtocolVersion::V2024_11_05,
+            self.config.capabilities,
+            super::json_string(&self.config.client_name),
+            super::json_string(&self.config.client_version),
+        );
+        let _ = now;
+        let mut body = bytes::BytesMut::new();
+        if let Ok(raw) = crate::jsonrpc::RawJson::new(&params) {
+            let _ = Outgoing::Request {
+                id: &id,
+                method: "initialize",
+                params: Some(&raw),
+            }
+            .write(&mut body);
+        }
+        self.send_post(body.freeze(), Vec::new());
+    }
+
+    /// A stream's connection ended (cleanly or not).
+    pub(super) fn stream_ended(&mut self, now: Instant, t: u64, x: u64) {
+        let Some(stream) = self.streams.get_mut(&t) else {
+            return;
+        };
+        if stream.conn == Some(x) {
+            stream.conn = None;
+        }
+        if self.phase == Phase::Closed {
+            return self.remove_stream(t);
+        }
+        match stream.kind {
+            StreamKind::Legacy => {
+                // The legacy session lives exactly as long as its stream.
+                if self.phase == Phase::Initializing {
+                    return self.connect_failed(RequestError::StreamLost);
+                }
+                return self.session_expired(now);
+            }
+            StreamKind::Post if stream.owed.is_empty() => return self.remove_stream(t),
+            StreamKind::Post if stream.last_id.is_empty() => {
+                let owed: Vec<RequestId> = stream.owed.iter().cloned().collect();
+                self.remove_stream(t);
+                if self.init_id.as_ref().is_some_and(|i| owed.contains(i)) {
+                    return self.connect_failed(RequestError::StreamLost);
+                }
+                return self.fail_ids(&owed, RequestError::StreamLost);
+            }
+            StreamKind::Post | StreamKind::Get => {}
+        }
+        stream.attempts += 1;
+        if stream.attempts > self.config.max_attempts {
+            return self.stream_failed(
+                t,
+                RequestError::ResumeFailed {
+                    status: 0,
+                    message: String::new(),
+                },
+            );
+        }
+        let delay = match stream.retry {
+            Some(retry) => retry,
+            None => {
+                let attempts = stream.attempts;
+                self.backoff(attempts)
+            }
+        };
+        self.timers.insert((now + delay, t));
+    }
+
+    /// A stream cannot go on: its requests fail.
+    pub(super) fn stream_failed(&mut self, t: u64, error: RequestError) {
+        let Some(stream) = self.streams.get(&t) else {
+            return;
+        };
+        let owed: Vec<RequestId> = stream.owed.iter().cloned().collect();
+        self.remove_stream(t);
+        self.fail_ids(&owed, error);
+    }
+
+    /// GETs stream `t` again: a resume after its last id, or a fresh GET stream.
+    pub(super) fn reconnect(&mut self, t: u64) {
+        let Some(stream) = self.streams.get(&t) else {
+            return;
+        };
+        let mut head = self.head(Method::GET, self.config.endpoint.clone());
+        if !stream.last_id.is_empty()
+            && let Ok(value) = HeaderValue::from_str(&stream.last_id)
+        {
+            head.headers.insert("last-event-id", value);
+        }
+        self.transmit(ExKind::Get { stream: t }, head, Bytes::new());
+    }
+
+    /// The delay before attempt `n` (1-based) when the server gave no `retry`: doubling
+    /// from the configured first delay, capped, with jitter in its upper half.
+    fn backoff(&mut self, n: u32) -> Duration {
+        let base = self
+            .config
+            .backoff
+            .saturating_mul(1u32 << (n.saturating_sub(1)).min(16))
+            .min(self.config.max_backoff);
+        let mut byte = [0u8; 1];
+        self.entropy.fill(&mut byte);
+        base / 2 + base / 2 * u32::from(byte[0]) / 255
+    }
+}
+
+/// The legacy POST URI: `data` resolved against the SSE URL, on the same origin only.
+fn resolve(base: &http::Uri, data: &str) -> Option<http::Uri> {
+    let data = data.trim();
+    let scheme = base.scheme()?.clone();
+    let authority = base.authority()?.clone();
+    if data.contains("://") {
+        let uri: http::Uri = data.parse().ok()?;
+        let same = uri.scheme() == Some(&scheme)
+            && uri.authority().map(|a| a.as_str().to_ascii_lowercase())
+                == Some(authority.as_str().to_ascii_lowercase());
+        return same.then_some(uri);
+    }
+    let path = if data.starts_with('/') {
+        data.to_owned()
+    } else {
+        let dir = base.path().rsplit_once('/').map_or("", |(dir, _)| dir);
+        format!("{dir}/{data}")
+    };
+    http::Uri::builder()
+        .scheme(scheme)
+        .authority(authority)
+        .path_and_query(path)
+        .build()
+        .ok()
+}

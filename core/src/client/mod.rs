@@ -1,0 +1,645 @@
+//! The sans-IO client: the mirror of [`server`](crate::server). It makes the HTTP
+//! requests of an MCP session, reads their responses, correlates every response with its
+//! request, resumes broken streams, and falls back to the legacy transport, with no IO.
+//!
+//! ```text
+//! client.connect(now)                         the handshake starts
+//! loop:
+//!   while let Some(t) = client.poll_transmit() { send it (or abort one exchange) }
+//!   response head   -> client.handle_head(now, x, parts)
+//!   body chunk      -> client.handle_body(now, x, chunk)
+//!   body complete   -> client.handle_body_end(now, x)
+//!   broken / reset  -> client.handle_failure(now, x)
+//!   while let Some(event) = client.poll_event() { application }
+//!   sleep until client.poll_timeout(); then client.handle_timeout(now)
+//! ```
+//!
+//! # Decisions
+//!
+//! - **Handshake**: `initialize` with the configured revision, then
+//!   `notifications/initialized`; [`Event::Connected`] carries the negotiated revision.
+//!   Messages the application sends before that wait (bounded by the pending limit) and
+//!   go out in order once connected (JSONRPC-9).
+//! - **Headers**: every POST carries `Accept: application/json, text/event-stream` and
+//!   `Content-Type: application/json` (HTTP-POST-3); every request after the handshake
+//!   carries `Mcp-Session-Id` (SESSION-5) and `MCP-Protocol-Version` (VERSION-1). A
+//!   session id that is not visible ASCII fails the handshake (SESSION-3).
+//! - **Responses**: a JSON body or an SSE stream, by `Content-Type` (HTTP-POST-7); every
+//!   response is matched by id alone, whatever stream carried it (§14.11), and a second
+//!   response to one id is dropped, so the application never sees one twice.
+//! - **Resume** (RESUME-4, RESUME-11, RESUME-12): a stream that ends or breaks while it
+//!   still owes responses (or the GET stream, which owes everything) is resumed with GET
+//!   and `Last-Event-ID` once an id was seen, after the server's `retry` or, when none
+//!   came, a capped exponential backoff with jitter from the injected
+//!   [`Entropy`](crate::Entropy); each stream has a budget of attempts. Without an id a
+//!   POST stream cannot be resumed: its requests fail with [`RequestError::StreamLost`].
+//!   A refused resume (a gap, §14.3) fails exactly that stream's requests.
+//! - **Sessions**: 404 to a request that carried a session id ends the session
+//!   (SESSION-8): every request in flight fails, and the client re-initializes if
+//!   configured to. 405 to GET means no standalone stream, and is not an error (HTTP-GET-3).
+//! - **Legacy fallback** (LEGACY-6): 400, 404 or 405 to `initialize` → GET the same URL,
+//!   take the `endpoint` event (resolved against the URL, refused if it names another
+//!   origin: §14.14), and POST everything there; responses come over the stream.
+
+mod config;
+mod output;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use http::header::{self, HeaderValue};
+use http::{Method, StatusCode};
+
+pub use config::Config;
+pub use output::{ClientError, Event, ExchangeId, RequestError, Transmit, Transport};
+
+use crate::jsonrpc::{Classifier, Envelope, Envelopes, Outgoing, Pending, RequestId, ToJson};
+use crate::sse::Decoder;
+use crate::{Entropy, ProtocolVersion};
+
+/// Where the client is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Initializing,
+    Connected,
+    Closed,
+}
+
+#[derive(Debug)]
+enum ExKind {
+    /// A POST carrying these requests (possibly none).
+    Post {
+        ids: Vec<RequestId>,
+    },
+    /// A GET for this stream (the standalone stream, a resume, or the legacy stream).
+    Get {
+        stream: u64,
+    },
+    Delete,
+}
+
+#[derive(Debug)]
+enum Body {
+    /// Waiting for the head.
+    Head,
+    /// A JSON body, collecting.
+    Json(BytesMut),
+    /// An error status; the body may hold a JSON-RPC error.
+    Error(StatusCode, BytesMut),
+    /// An SSE stream.
+    Sse(Box<Decoder>, u64),
+    /// Nothing to read (202, DELETE).
+    Ignore,
+}
+
+#[derive(Debug)]
+struct Exchange {
+    kind: ExKind,
+    body: Body,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StreamKind {
+    Post,
+    Get,
+    Legacy,
+}
+
+#[derive(Debug)]
+struct Stream {
+    kind: StreamKind,
+    /// Responses it still owes.
+    owed: BTreeSet<RequestId>,
+    /// The last event id seen (SSE-PARSE-14); empty: none.
+    last_id: String,
+    retry: Option<Duration>,
+    attempts: u32,
+    conn: Option<u64>,
+}
+
+/// The client state machine. See the [module docs](self).
+pub struct Client {
+    config: Config,
+    entropy: Box<dyn Entropy + Send>,
+    classifier: Classifier,
+    phase: Phase,
+    transport: Transport,
+    session: Option<HeaderValue>,
+    version: Option<ProtocolVersion>,
+    /// The legacy POST URI, once the `endpoint` event named it.
+    legacy_post: Option<http::Uri>,
+    init_id: Option<RequestId>,
+    pending: Pending<()>,
+    /// Message bodies (with the request ids they carry) waiting for the handshake.
+    waiting: VecDeque<(Bytes, Vec<RequestId>)>,
+    next: u64,
+    exchanges: BTreeMap<u64, Exchange>,
+    streams: BTreeMap<u64, Stream>,
+    // INVARIANT: `owed_by` maps exactly the ids in the `owed` sets of `streams`.
+    owed_by: BTreeMap<RequestId, u64>,
+    timers: BTreeSet<(Instant, u64)>,
+    out: VecDeque<Transmit>,
+    events: VecDeque<Event>,
+    get_stream: Option<u64>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("phase", &self.phase)
+            .field("transport", &self.transport)
+            .field("version", &self.version)
+            .field("pending", &self.pending.len())
+            .field("exchanges", &self.exchanges.len())
+            .field("streams", &self.streams.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client; `entropy` jitters its reconnection delays.
+    pub fn new(config: Config, entropy: Box<dyn Entropy + Send>) -> Self {
+        let pending = Pending::new(config.max_pending);
+        let classifier = Classifier::default();
+        Self {
+            config,
+            entropy,
+            classifier,
+            phase: Phase::Idle,
+            transport: Transport::StreamableHttp,
+            session: None,
+            version: None,
+            legacy_post: None,
+            init_id: None,
+            pending,
+            waiting: VecDeque::new(),
+            next: 1,
+            exchanges: BTreeMap::new(),
+            streams: BTreeMap::new(),
+            owed_by: BTreeMap::new(),
+            timers: BTreeSet::new(),
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            get_stream: None,
+        }
+    }
+
+    /// The negotiated revision, once connected.
+    pub fn version(&self) -> Option<ProtocolVersion> {
+        self.version
+    }
+
+    /// The transport in use.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// The `Mcp-Session-Id` the server issued, if any.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session.as_ref().and_then(|v| v.to_str().ok())
+    }
+
+    /// Whether the handshake finished and the client is not closed.
+    pub fn is_connected(&self) -> bool {
+        self.phase == Phase::Connected
+    }
+
+    /// Whether the client holds nothing: no request in flight, no exchange, no stream,
+    /// nothing queued.
+    pub fn is_idle(&self) -> bool {
+        self.pending.is_empty()
+            && self.exchanges.is_empty()
+            && self.streams.is_empty()
+            && self.owed_by.is_empty()
+            && self.waiting.is_empty()
+            && self.out.is_empty()
+    }
+
+    /// Starts the handshake: `initialize` is the first transmit. A no-op unless idle.
+    pub fn connect(&mut self, now: Instant) {
+        if self.phase != Phase::Idle {
+            return;
+        }
+        let _ = now;
+        let Ok(id) = self.pending.register((), None) else {
+            return;
+        };
+        let params = format!(
+            r#"{{"protocolVersion":"{}","capabilities":{},"clientInfo":{{"name":{},"version":{}}}}}"#,
+            self.config.version,
+            self.config.capabilities,
+            json_string(&self.config.client_name),
+            json_string(&self.config.client_version),
+        );
+        let mut body = BytesMut::new();
+        let written = crate::jsonrpc::RawJson::new(&params).ok().map(|raw| {
+            Outgoing::Request {
+                id: &id,
+                method: "initialize",
+                params: Some(&raw),
+            }
+            .write(&mut body)
+        });
+        if !matches!(written, Some(Ok(()))) {
+            // The configured capabilities are not JSON: nothing sensible can be sent.
+            let _ = self.pending.cancel(&id);
+            self.phase = Phase::Closed;
+            self.events
+                .push_back(Event::ConnectFailed(RequestError::BadResponse(
+                    "the configured capabilities are not a JSON object".into(),
+                )));
+            return;
+        }
+        self.init_id = Some(id.clone());
+        self.phase = Phase::Initializing;
+        self.send_post(body.freeze(), vec![id]);
+    }
+
+    /// Sends a request; its response comes as [`Event::Response`], or
+    /// [`Event::Failed`] (a timeout at `deadline`, a lost stream, an expired session).
+    ///
+    /// # Errors
+    /// [`ClientError::TooMany`] at the pending bound; [`ClientError::NotConnected`] once
+    /// closed; [`ClientError::Encode`].
+    pub fn request(
+        &mut self,
+        now: Instant,
+        method: &str,
+        params: Option<&dyn ToJson>,
+        deadline: Option<Instant>,
+    ) -> Result<RequestId, ClientError> {
+        let _ = now;
+        if self.phase == Phase::Closed {
+            return Err(ClientError::NotConnected);
+        }
+        let id = self
+            .pending
+            .register((), deadline)
+            .map_err(|_| ClientError::TooMany)?;
+        let mut body = BytesMut::new();
+        if let Err(e) = (Outgoing::Request {
+            id: &id,
+            method,
+            params,
+        })
+        .write(&mut body)
+        {
+            let _ = self.pending.cancel(&id);
+            return Err(e.into());
+        }
+        self.send_or_wait(body.freeze(), vec![id.clone()]);
+        Ok(id)
+    }
+
+    /// Sends a notification.
+    ///
+    /// # Errors
+    /// [`ClientError::NotConnected`] once closed; [`ClientError::Encode`].
+    pub fn notify(
+        &mut self,
+        now: Instant,
+        method: &str,
+        params: Option<&dyn ToJson>,
+    ) -> Result<(), ClientError> {
+        let _ = now;
+        self.send_message(&Outgoing::Notification { method, params })
+    }
+
+    /// Answers a server→client request (its [`Event::Request`]) with `result`.
+    ///
+    /// # Errors
+    /// As [`notify`](Self::notify).
+    pub fn respond(
+        &mut self,
+        now: Instant,
+        id: &RequestId,
+        result: &dyn ToJson,
+    ) -> Result<(), ClientError> {
+        let _ = now;
+        self.send_message(&Outgoing::Response { id, result })
+    }
+
+    /// Answers a server→client request with an error.
+    ///
+    /// # Errors
+    /// As [`notify`](Self::notify).
+    pub fn respond_error(
+        &mut self,
+        now: Instant,
+        id: &RequestId,
+        code: crate::jsonrpc::ErrorCode,
+        message: &str,
+    ) -> Result<(), ClientError> {
+        let _ = now;
+        self.send_message(&Outgoing::Error {
+            id: Some(id),
+            code,
+            message,
+            data: None,
+        })
+    }
+
+    /// Gives up on a request: it is forgotten (a late response is dropped) and the server
+    /// is sent `notifications/cancelled`. Returns whether it was in flight.
+    pub fn cancel(&mut self, now: Instant, id: &RequestId, reason: Option<&str>) -> bool {
+        let _ = now;
+        if self.pending.cancel(id).is_none() {
+            return false;
+        }
+        self.forget_owed(id);
+        let _ = self.send_message(&Outgoing::Cancelled {
+            request: id,
+            reason,
+        });
+        true
+    }
+
+    /// Ends the session: DELETE (HTTP-DELETE-1), every exchange aborted, every request in
+    /// flight failed with [`RequestError::Closed`]; then [`Event::Closed`].
+    pub fn close(&mut self, now: Instant) {
+        let _ = now;
+        if self.phase == Phase::Closed {
+            return;
+        }
+        self.phase = Phase::Closed;
+        self.fail_all(RequestError::Closed);
+        self.drop_streams();
+        for x in std::mem::take(&mut self.exchanges).into_keys() {
+            self.out.push_back(Transmit::Abort(ExchangeId(x)));
+        }
+        self.waiting.clear();
+        self.timers.clear();
+        if self.session.is_some() && self.transport == Transport::StreamableHttp {
+            let head = self.head(Method::DELETE, self.config.endpoint.clone());
+            self.transmit(ExKind::Delete, head, Bytes::new());
+        } else {
+            self.events.push_back(Event::Closed);
+        }
+    }
+
+    /// The next request to send, or exchange to abort.
+    #[must_use]
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.out.pop_front()
+    }
+
+    /// The next event for the application.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The next deadline: a reconnection or a request's timeout.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        [
+            self.timers.first().map(|(at, _)| *at),
+            self.pending.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Acts on every deadline at or before `now`: reconnections, and requests past their
+    /// deadline (failed with [`RequestError::Timeout`], and cancelled at the server).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&(at, t)) = self.timers.first() {
+            if at > now {
+                break;
+            }
+            self.timers.pop_first();
+            self.reconnect(t);
+        }
+        self.pending.handle_timeout(now);
+        while let Some((id, ())) = self.pending.poll_expired() {
+            self.forget_owed(&id);
+            if self.init_id.as_ref() == Some(&id) {
+                self.connect_failed(RequestError::Timeout);
+                continue;
+            }
+            self.events.push_back(Event::Failed {
+                id: id.clone(),
+                error: RequestError::Timeout,
+            });
+            let _ = self.send_message(&Outgoing::Cancelled {
+                request: &id,
+                reason: Some("timeout"),
+            });
+        }
+    }
+
+    /// The response head of exchange `x` arrived.
+    pub fn handle_head(&mut self, now: Instant, x: ExchangeId, head: http::response::Parts) {
+        let Some(e) = self.exchanges.get(&x.0) else {
+            return;
+        };
+        let status = head.status;
+        let media = media_type(&head.headers);
+        match &e.kind {
+            ExKind::Post { ids } => {
+                let ids = ids.clone();
+                let initialize = self.init_id.as_ref().is_some_and(|i| ids.contains(i));
+                if initialize && status.is_success() && self.transport == Transport::StreamableHttp
+                {
+                    if let Some(value) = head.headers.get("mcp-session-id") {
+                        if !value.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b))
+                            || value.is_empty()
+                        {
+                            return self.connect_failed(RequestError::BadResponse(
+                                "Mcp-Session-Id is not visible ASCII".into(),
+                            ));
+                        }
+                        self.session = Some(value.clone());
+                    }
+                }
+                let body = if status == StatusCode::ACCEPTED {
+                    Body::Ignore
+                } else if status.is_success() && media == "application/json" {
+                    Body::Json(BytesMut::new())
+                } else if status.is_success() && media == "text/event-stream" {
+                    let t = self.new_stream(StreamKind::Post, &ids);
+                    self.streams.get_mut(&t).expect("new stream").conn = Some(x.0);
+                    Body::Sse(Box::new(Decoder::new(self.config.sse)), t)
+                } else if status.is_success() {
+                    self.fail_ids(
+                        &ids,
+                        RequestError::BadResponse(format!("content type {media:?}")),
+                    );
+                    Body::Ignore
+                } else if initialize
+                    && self.config.legacy_fallback
+                    && self.transport == Transport::StreamableHttp
+                    && matches!(status.as_u16(), 400 | 404 | 405)
+                {
+                    return self.fall_back(now, x.0);
+                } else if status == StatusCode::NOT_FOUND && self.session.is_some() && !initialize {
+                    return self.session_expired(now);
+                } else {
+                    Body::Error(status, BytesMut::new())
+                };
+                self.exchanges.get_mut(&x.0).expect("exchange").body = body;
+            }
+            ExKind::Get { stream } => {
+                let t = *stream;
+                let body = if status.is_success() && media == "text/event-stream" {
+                    if let Some(s) = self.streams.get_mut(&t) {
+                        s.conn = Some(x.0);
+                        s.attempts = 0;
+                    }
+                    Body::Sse(Box::new(Decoder::new(self.config.sse)), t)
+                } else if status == StatusCode::NOT_FOUND && self.session.is_some() {
+                    return self.session_expired(now);
+                } else if status == StatusCode::METHOD_NOT_ALLOWED
+                    && self
+                        .streams
+                        .get(&t)
+                        .is_some_and(|s| s.kind == StreamKind::Get && s.last_id.is_empty())
+                {
+                    // HTTP-GET-3: no standalone stream; not an error.
+                    self.remove_stream(t);
+                    Body::Ignore
+                } else {
+                    Body::Error(status, BytesMut::new())
+                };
+                self.exchanges.get_mut(&x.0).expect("exchange").body = body;
+            }
+            ExKind::Delete => {
+                self.exchanges.get_mut(&x.0).expect("exchange").body = Body::Ignore;
+            }
+        }
+    }
+
+    /// A chunk of exchange `x`'s response body.
+    pub fn handle_body(&mut self, now: Instant, x: ExchangeId, chunk: Bytes) {
+        let max = self.config.max_body;
+        let Some(e) = self.exchanges.get_mut(&x.0) else {
+            return;
+        };
+        match &mut e.body {
+            Body::Json(buf) | Body::Error(_, buf) => {
+                if buf.len() + chunk.len() > max {
+                    let ExKind::Post { ids } = &e.kind else {
+                        return;
+                    };
+                    let ids = ids.clone();
+                    e.body = Body::Ignore;
+                    self.fail_ids(
+                        &ids,
+                        RequestError::BadResponse("response body too large".into()),
+                    );
+                    self.out.push_back(Transmit::Abort(x));
+                    self.exchanges.remove(&x.0);
+                    return;
+                }
+                buf.extend_from_slice(&chunk);
+            }
+            Body::Sse(decoder, t) => {
+                let t = *t;
+                if decoder.push(chunk).is_err() {
+                    return;
+                }
+                self.drain_stream(now, x.0, t);
+            }
+            Body::Head | Body::Ignore => {}
+        }
+    }
+
+    /// Exchange `x`'s response body is complete.
+    pub fn handle_body_end(&mut self, now: Instant, x: ExchangeId) {
+        let Some(e) = self.exchanges.remove(&x.0) else {
+            return;
+        };
+        match (e.kind, e.body) {
+            (ExKind::Post { ids }, Body::Json(buf)) => self.json_body(now, &ids, buf.freeze()),
+            (ExKind::Post { ids }, Body::Error(status, buf)) => {
+                let error = RequestError::Http {
+                    status: status.as_u16(),
+                    message: error_message(&buf),
+                };
+                if self.init_id.as_ref().is_some_and(|i| ids.contains(i)) {
+                    return self.connect_failed(error);
+                }
+                self.fail_ids(&ids, error);
+            }
+            (ExKind::Get { stream }, Body::Error(status, buf)) => {
+                let error = RequestError::ResumeFailed {
+                    status: status.as_u16(),
+                    message: error_message(&buf),
+                };
+                self.stream_failed(stream, error);
+            }
+            (_, Body::Sse(mut decoder, t)) => {
+                decoder.finish();
+                self.exchanges.insert(
+                    x.0,
+                    Exchange {
+                        kind: ExKind::Delete,
+                        body: Body::Sse(decoder, t),
+                    },
+                );
+                self.drain_stream(now, x.0, t);
+                self.exchanges.remove(&x.0);
+                self.stream_ended(now, t, x.0);
+            }
+            (ExKind::Delete, _) => self.events.push_back(Event::Closed),
+            (ExKind::Post { ids }, Body::Head) => {
+                self.fail_ids(&ids, RequestError::BadResponse("no response head".into()));
+            }
+            (_, Body::Ignore | Body::Head | Body::Json(_)) => {}
+        }
+    }
+
+    /// Exchange `x` failed: the connection broke or was reset before its response ended.
+    pub fn handle_failure(&mut self, now: Instant, x: ExchangeId) {
+        let Some(e) = self.exchanges.remove(&x.0) else {
+            return;
+        };
+        match (e.kind, e.body) {
+            (_, Body::Sse(_, t)) => self.stream_ended(now, t, x.0),
+            (ExKind::Post { ids }, Body::Head | Body::Json(_) | Body::Error(..)) => {
+                if self.init_id.as_ref().is_some_and(|i| ids.contains(i)) {
+                    return self.connect_failed(RequestError::StreamLost);
+                }
+                self.fail_ids(&ids, RequestError::StreamLost);
+            }
+            (ExKind::Get { stream }, _) => self.stream_ended(now, stream, x.0),
+            (ExKind::Delete, _) => self.events.push_back(Event::Closed),
+            (ExKind::Post { .. }, Body::Ignore) => {}
+        }
+    }
+}
+
+mod exchange;
+
+/// The media type of `Content-Type`, lowercased, without parameters.
+fn media_type(headers: &http::HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|m| m.trim().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// The JSON-RPC error message of an error body, or its text.
+fn error_message(body: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("error")?.get("message")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned())
+}
+
+fn json_string(s: &str) -> String {
+    serde_json::Value::String(s.to_owned()).to_string()
+}
+
+/// The messages of a body or event, one or a batch's (malformed elements dropped).
+fn split(envelopes: Envelopes) -> Vec<Envelope> {
+    match envelopes {
+        Envelopes::Single(m) => vec![m],
+        Envelopes::Batch(items) => items.into_iter().filter_map(Result::ok).collect(),
+    }
+}

@@ -1,0 +1,183 @@
+//! What the client hands out: HTTP requests for the driver, events for the application,
+//! and its errors.
+
+use std::fmt;
+
+use bytes::Bytes;
+
+use crate::ProtocolVersion;
+use crate::jsonrpc::{Envelope, RequestId};
+
+/// One HTTP exchange of the client, from [`Client::poll_transmit`](super::Client::poll_transmit)
+/// until its response ends or fails. Never reused by one client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ExchangeId(pub(super) u64);
+
+impl ExchangeId {
+    /// The number, for logs.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ExchangeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "c{}", self.0)
+    }
+}
+
+/// What the driver does next, from [`Client::poll_transmit`](super::Client::poll_transmit).
+#[derive(Debug)]
+#[must_use]
+// A head is moved out once per request; boxing it would cost an allocation each time to
+// save a few hundred bytes in a short queue.
+#[allow(clippy::large_enum_variant)]
+pub enum Transmit {
+    /// Send this request; report its response with `handle_head`, `handle_body`,
+    /// `handle_body_end`, or `handle_failure`, under `exchange`.
+    Request {
+        /// The exchange the response belongs to.
+        exchange: ExchangeId,
+        /// Method, URI and headers.
+        head: http::request::Parts,
+        /// The body (empty for GET and DELETE).
+        body: Bytes,
+    },
+    /// Stop this exchange: close its response (the client no longer reads it).
+    Abort(ExchangeId),
+}
+
+/// Which transport the client ended up on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// Streamable HTTP (2025-03-26 and later).
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport (2024-11-05), after the fallback of LEGACY-6.
+    HttpSse,
+}
+
+/// Something for the application, from [`Client::poll_event`](super::Client::poll_event).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event {
+    /// The handshake finished: requests may flow.
+    Connected {
+        /// The negotiated revision.
+        version: ProtocolVersion,
+        /// The transport in use.
+        transport: Transport,
+        /// The server's `InitializeResult`.
+        result: Envelope,
+    },
+    /// The handshake failed; the client is closed.
+    ConnectFailed(RequestError),
+    /// The response to a request, matched by id (JSONRPC-4).
+    Response(Envelope),
+    /// A request ended without a response.
+    Failed {
+        /// Its id.
+        id: RequestId,
+        /// Why.
+        error: RequestError,
+    },
+    /// A server notification, in stream order.
+    Notification(Envelope),
+    /// A server→client request: answer with
+    /// [`Client::respond`](super::Client::respond).
+    Request(Envelope),
+    /// The server ended the session (404, SESSION-8); every request in flight failed. The
+    /// client re-initializes if configured to, else it is closed.
+    SessionExpired,
+    /// The client is closed (after [`Client::close`](super::Client::close), a failed
+    /// handshake, or an expired session without re-initialization).
+    Closed,
+}
+
+/// Why a request (or the handshake) got no response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// Its deadline passed; `notifications/cancelled` was sent.
+    Timeout,
+    /// The application cancelled it.
+    Cancelled,
+    /// The session ended (SESSION-8).
+    SessionExpired,
+    /// Its stream broke before the response, with no event id to resume from (RESUME-12).
+    StreamLost,
+    /// Its stream could not be resumed: the server refused the resume (a gap: the
+    /// messages are no longer retained, or another refusal), or the attempts ran out.
+    ResumeFailed {
+        /// The HTTP status of the refusal (0 when the attempts ran out).
+        status: u16,
+        /// The server's message, if it gave one.
+        message: String,
+    },
+    /// The server answered the POST with an error status.
+    Http {
+        /// The status.
+        status: u16,
+        /// The JSON-RPC error message of the body, if it had one.
+        message: String,
+    },
+    /// The server's answer could not be read (not JSON, not the announced type, too
+    /// large, no response for the request in a JSON body).
+    BadResponse(String),
+    /// The client was closed.
+    Closed,
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Timeout => f.write_str("the request timed out"),
+            Self::Cancelled => f.write_str("the request was cancelled"),
+            Self::SessionExpired => f.write_str("the session expired"),
+            Self::StreamLost => {
+                f.write_str("the stream broke before the response, with no event id to resume from")
+            }
+            Self::ResumeFailed { status: 0, .. } => {
+                f.write_str("the stream could not be resumed: attempts exhausted")
+            }
+            Self::ResumeFailed { status, message } => {
+                write!(f, "the server refused the resume ({status}): {message}")
+            }
+            Self::Http { status, message } => write!(f, "http {status}: {message}"),
+            Self::BadResponse(why) => write!(f, "unreadable response: {why}"),
+            Self::Closed => f.write_str("the client is closed"),
+        }
+    }
+}
+
+impl std::error::Error for RequestError {}
+
+/// Why the client did not take a message from the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// Too many requests in flight.
+    TooMany,
+    /// Not connected yet (notifications and answers wait for the handshake) or closed.
+    NotConnected,
+    /// A payload failed to serialize.
+    Encode(crate::jsonrpc::EncodeError),
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooMany => f.write_str("too many requests in flight"),
+            Self::NotConnected => f.write_str("not connected"),
+            Self::Encode(e) => write!(f, "cannot encode the message: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+impl From<crate::jsonrpc::EncodeError> for ClientError {
+    fn from(e: crate::jsonrpc::EncodeError) -> Self {
+        Self::Encode(e)
+    }
+}

@@ -1,0 +1,511 @@
+//! The client's requirements, against the real server core in memory (`Pair`) or fed by
+//! hand: HTTP-POST-*, HTTP-GET-*, SESSION-*, VERSION-*, RESUME-*, LEGACY-6, JSONRPC-*.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use mcpwire::ProtocolVersion;
+use mcpwire::client::{self, Client, RequestError, Transport};
+use mcpwire::jsonrpc::RawJson;
+use mcpwire::resume::{RingLimits, StoreLimits};
+use mcpwire::server::{self, LegacyPaths, ResponseMode, SessionMode, Target};
+use mcpwire_tests::pair::Pair;
+use mcpwire_tests::server::counter_entropy;
+
+fn pair(server: server::Config) -> Pair {
+    Pair::new(server, client::Config::new(Pair::endpoint()))
+}
+
+fn header<'a>(head: &'a http::request::Parts, name: &str) -> Option<&'a str> {
+    head.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn responses(p: &mut Pair) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    p.client_events.retain(|e| match e {
+        client::Event::Response(m) => {
+            out.push(serde_json::from_str(m.text().as_str()).unwrap());
+            false
+        }
+        _ => true,
+    });
+    out
+}
+
+fn failures(p: &mut Pair) -> Vec<RequestError> {
+    let mut out = Vec::new();
+    p.client_events.retain(|e| match e {
+        client::Event::Failed { error, .. } => {
+            out.push(error.clone());
+            false
+        }
+        _ => true,
+    });
+    out
+}
+
+fn call(p: &mut Pair) -> mcpwire::jsonrpc::RequestId {
+    let params = RawJson::new(r#"{"name":"echo","arguments":{}}"#).unwrap();
+    let id = p
+        .client
+        .request(p.now, "tools/call", Some(&params), None)
+        .unwrap();
+    p.run();
+    id
+}
+
+fn answer(p: &mut Pair, request: &server::IncomingRequest) {
+    let result = RawJson::new(r#"{"content":[]}"#).unwrap();
+    p.server.respond(p.now, request.handle(), &result).unwrap();
+    p.run();
+}
+
+fn progress(p: &mut Pair, request: &server::IncomingRequest, n: u32) {
+    let params = format!(r#"{{"progressToken":1,"progress":{n}}}"#);
+    let params = RawJson::new(&params).unwrap();
+    let _ = p
+        .server
+        .notify(
+            p.now,
+            Target::Request(request.handle()),
+            "notifications/progress",
+            Some(&params),
+        )
+        .unwrap();
+    p.run();
+}
+
+#[test]
+fn jsonrpc_9_jsonrpc_11_http_post_3_http_post_14_session_5_version_1_the_handshake_and_its_headers()
+{
+    let mut p = pair(server::Config::new());
+    p.connect();
+    let connected = p
+        .client_events
+        .iter()
+        .find_map(|e| match e {
+            client::Event::Connected {
+                version, transport, ..
+            } => Some((*version, *transport)),
+            _ => None,
+        })
+        .expect("connected");
+    assert_eq!(
+        connected,
+        (ProtocolVersion::V2025_11_25, Transport::StreamableHttp)
+    );
+    let init = &p.requests[0];
+    assert_eq!(init.method, "POST");
+    assert_eq!(
+        header(init, "accept"),
+        Some("application/json, text/event-stream")
+    );
+    assert_eq!(header(init, "content-type"), Some("application/json"));
+    assert_eq!(header(init, "mcp-session-id"), None);
+    let sid = p.client.session_id().unwrap().to_owned();
+    for later in &p.requests[1..] {
+        assert_eq!(
+            header(later, "mcp-session-id"),
+            Some(sid.as_str()),
+            "{later:?}"
+        );
+        assert_eq!(header(later, "mcp-protocol-version"), Some("2025-11-25"));
+    }
+    // HTTP-GET-1, HTTP-GET-2: the standalone stream is opened, asking for SSE.
+    let get = p
+        .requests
+        .iter()
+        .find(|r| r.method == "GET")
+        .expect("a GET");
+    assert_eq!(header(get, "accept"), Some("text/event-stream"));
+}
+
+#[test]
+fn http_post_7_json_and_sse_responses_are_both_read() {
+    let mut p = pair(server::Config::new());
+    p.connect();
+    let id = call(&mut p);
+    let request = p.take_server_request();
+    answer(&mut p, &request);
+    let got = responses(&mut p);
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        got[0]["id"],
+        serde_json::to_value(id.as_int().unwrap()).unwrap()
+    );
+    // Now as a stream: a progress notification first opens SSE (HTTP-POST-9).
+    let _ = call(&mut p);
+    let request = p.take_server_request();
+    progress(&mut p, &request, 1);
+    answer(&mut p, &request);
+    let notes: Vec<_> = p
+        .client_events
+        .iter()
+        .filter(|e| matches!(e, client::Event::Notification(_)))
+        .collect();
+    assert_eq!(notes.len(), 1);
+    assert_eq!(responses(&mut p).len(), 1);
+}
+
+#[test]
+fn resume_8_14_5_priming_events_are_skipped_not_parsed() {
+    let mut p = pair(server::Config::new().with_response_mode(ResponseMode::Sse));
+    p.connect();
+    let _ = call(&mut p);
+    let request = p.take_server_request();
+    answer(&mut p, &request);
+    assert_eq!(responses(&mut p).len(), 1);
+    assert!(failures(&mut p).is_empty());
+}
+
+#[test]
+fn resume_4_resume_11_resume_12_a_polled_stream_is_resumed_after_retry_and_delivers_once() {
+    let mut p = pair(
+        server::Config::new()
+            .with_response_mode(ResponseMode::Sse)
+            .with_polling(Some(Duration::ZERO))
+            .with_retry(Some(Duration::from_millis(1500))),
+    );
+    p.connect();
+    let _ = call(&mut p);
+    let request = p.take_server_request();
+    p.advance(Duration::ZERO); // the server closes after the priming event
+    let gets_before = p.requests.iter().filter(|r| r.method == "GET").count();
+    p.advance(Duration::from_millis(1000));
+    let gets = p.requests.iter().filter(|r| r.method == "GET").count();
+    assert_eq!(
+        gets, gets_before,
+        "RESUME-11: not before the server's retry"
+    );
+    progress(&mut p, &request, 1);
+    answer(&mut p, &request);
+    p.advance(Duration::from_millis(600));
+    let resume = p
+        .requests
+        .iter()
+        .rev()
+        .find(|r| r.method == "GET" && r.headers.contains_key("last-event-id"))
+        .expect("a resume with Last-Event-ID");
+    assert!(header(resume, "mcp-session-id").is_some());
+    assert_eq!(responses(&mut p).len(), 1, "exactly once");
+    assert_eq!(
+        p.client_events
+            .iter()
+            .filter(|e| matches!(e, client::Event::Notification(_)))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn resume_4_a_broken_connection_is_resumed_with_the_last_id() {
+    let mut p = pair(server::Config::new().with_response_mode(ResponseMode::Sse));
+    p.connect();
+    let _ = call(&mut p);
+    let request = p.take_server_request();
+    progress(&mut p, &request, 1);
+    p.cut_all();
+    progress(&mut p, &request, 2);
+    answer(&mut p, &request);
+    p.advance(Duration::from_secs(1));
+    let notes = p
+        .client_events
+        .iter()
+        .filter(|e| matches!(e, client::Event::Notification(_)))
+        .count();
+    assert_eq!(
+        notes, 2,
+        "progress 1 before the cut, 2 from the replay: none twice"
+    );
+    assert_eq!(responses(&mut p).len(), 1);
+}
+
+#[test]
+fn resume_12_a_stream_without_ids_cannot_be_resumed_and_its_request_fails() {
+    let mut p = pair(
+        server::Config::new()
+            .with_sessions(SessionMode::Stateless)
+            .with_response_mode(ResponseMode::Sse),
+    );
+    p.connect();
+    let _ = call(&mut p);
+    let _request = p.take_server_request();
+    p.cut_all();
+    assert_eq!(failures(&mut p), [RequestError::StreamLost]);
+}
+
+#[test]
+fn a_gap_the_server_reports_fails_exactly_the_affected_request() {
+    let ring = RingLimits::new().with_max_events(2);
+    let mut p = pair(
+        server::Config::new()
+            .with_response_mode(ResponseMode::Sse)
+            .with_store_limits(StoreLimits::new().with_ring(ring)),
+    );
+    p.connect();
+    let _ = call(&mut p);
+    let lost = p.take_server_request();
+    let _ = call(&mut p);
+    let fine = p.take_server_request();
+    progress(&mut p, &lost, 0);
+    p.cut_all();
+    for n in 1..5 {
+        progress(&mut p, &lost, n);
+    }
+    answer(&mut p, &lost);
+    answer(&mut p, &fine);
+    p.advance(Duration::from_secs(2));
+    let failed = failures(&mut p);
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(
+        matches!(&failed[0], RequestError::ResumeFailed { status: 400, message } if message.contains("no longer retained"))
+    );
+    assert_eq!(
+        responses(&mut p).len(),
+        1,
+        "the other request's stream resumed fine"
+    );
+}
+
+#[test]
+fn session_8_a_404_ends_the_session_and_the_client_reinitializes_when_configured() {
+    let server = server::Config::new().with_session_idle(Duration::from_secs(10));
+    let client = client::Config::new(Pair::endpoint())
+        .with_reinitialize(true)
+        .with_get_stream(false);
+    let mut p = Pair::new(server, client);
+    p.connect();
+    let old = p.client.session_id().unwrap().to_owned();
+    p.advance(Duration::from_secs(11));
+    let _ = call(&mut p);
+    assert!(
+        p.client_events
+            .iter()
+            .any(|e| matches!(e, client::Event::SessionExpired))
+    );
+    assert_eq!(failures(&mut p), [RequestError::SessionExpired]);
+    p.accept_initialize();
+    assert!(p.client.is_connected());
+    assert_ne!(p.client.session_id(), Some(old.as_str()));
+}
+
+#[test]
+fn http_get_3_a_405_to_get_is_benign_and_not_retried() {
+    let mut p = pair(server::Config::new().with_get_stream(false));
+    p.connect();
+    p.advance(Duration::from_secs(120));
+    let gets = p.requests.iter().filter(|r| r.method == "GET").count();
+    assert_eq!(gets, 1);
+    assert!(p.client.is_connected());
+    assert!(
+        !p.client_events
+            .iter()
+            .any(|e| matches!(e, client::Event::Failed { .. } | client::Event::Closed))
+    );
+}
+
+#[test]
+fn legacy_6_a_404_to_initialize_falls_back_to_http_sse() {
+    let server = server::Config::new()
+        .with_endpoint("/streamable")
+        .with_legacy(Some(LegacyPaths {
+            sse: "/mcp".into(),
+            messages: "/messages".into(),
+        }));
+    let mut p = pair(server);
+    p.client.connect(p.now);
+    p.run();
+    p.accept_initialize();
+    assert_eq!(p.client.transport(), Transport::HttpSse);
+    assert!(p.client.is_connected(), "{:?}", p.client_events);
+    assert_eq!(p.client.version(), Some(ProtocolVersion::V2024_11_05));
+    let _ = call(&mut p);
+    let request = p.take_server_request();
+    answer(&mut p, &request);
+    assert_eq!(responses(&mut p).len(), 1);
+    let post = p
+        .requests
+        .iter()
+        .rev()
+        .find(|r| r.method == "POST")
+        .unwrap();
+    assert!(
+        post.uri
+            .to_string()
+            .starts_with("http://127.0.0.1:8080/messages?sessionId=")
+    );
+}
+
+#[test]
+fn requests_time_out_and_are_cancelled_at_the_server() {
+    let mut p = pair(server::Config::new());
+    p.connect();
+    let deadline = p.now + Duration::from_secs(5);
+    let id = p
+        .client
+        .request(p.now, "tools/call", None, Some(deadline))
+        .unwrap();
+    p.run();
+    let request = p.take_server_request();
+    p.advance(Duration::from_secs(6));
+    assert!(p.client_events.iter().any(
+        |e| matches!(e, client::Event::Failed { id: i, error: RequestError::Timeout } if *i == id)
+    ));
+    assert!(p.server_events.iter().any(
+        |e| matches!(e, server::Event::Cancelled { request: r, .. } if *r == request.handle())
+    ));
+}
+
+#[test]
+fn server_requests_reach_the_application_and_its_answer_goes_back() {
+    let mut p = pair(server::Config::new());
+    p.connect();
+    let sid = p.client.session_id().unwrap().to_owned();
+    let _ = call(&mut p);
+    let request = p.take_server_request();
+    let handle = request.session().unwrap();
+    assert_eq!(p.server.session_header(handle), Some(sid.as_str()));
+    let id = p
+        .server
+        .request(p.now, Target::Session(handle), "roots/list", None, None)
+        .unwrap();
+    p.run();
+    let asked = p
+        .client_events
+        .iter()
+        .find_map(|e| match e {
+            client::Event::Request(m) => m.id().cloned(),
+            _ => None,
+        })
+        .expect("the server's request reached the client");
+    assert_eq!(asked, id);
+    let result = RawJson::new(r#"{"roots":[]}"#).unwrap();
+    p.client.respond(p.now, &asked, &result).unwrap();
+    p.run();
+    assert!(p.server_events.iter().any(
+        |e| matches!(e, server::Event::Response { message, .. } if message.id() == Some(&id))
+    ));
+}
+
+#[test]
+fn http_delete_1_close_deletes_the_session() {
+    let mut p = pair(server::Config::new());
+    p.connect();
+    p.client.close(p.now);
+    p.run();
+    assert_eq!(p.requests.last().unwrap().method, "DELETE");
+    assert_eq!(p.server.session_count(), 0);
+    assert!(
+        p.client_events
+            .iter()
+            .any(|e| matches!(e, client::Event::Closed))
+    );
+    assert!(p.client.is_idle());
+}
+
+/// A client fed by hand, for responses no conforming server sends.
+fn by_hand() -> (Client, std::time::Instant, client::ExchangeId) {
+    let mut c = Client::new(
+        client::Config::new(Pair::endpoint()).with_get_stream(false),
+        counter_entropy(3),
+    );
+    let now = std::time::Instant::now();
+    c.connect(now);
+    let Some(client::Transmit::Request { exchange, .. }) = c.poll_transmit() else {
+        panic!()
+    };
+    (c, now, exchange)
+}
+
+fn response_head(status: u16, headers: &[(&str, &str)]) -> http::response::Parts {
+    let mut b = http::Response::builder().status(status);
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    b.body(()).unwrap().into_parts().0
+}
+
+#[test]
+fn session_3_a_session_id_that_is_not_visible_ascii_fails_the_handshake() {
+    let (mut c, now, x) = by_hand();
+    let head = response_head(
+        200,
+        &[
+            ("content-type", "application/json"),
+            ("mcp-session-id", "a b"),
+        ],
+    );
+    c.handle_head(now, x, head);
+    let event = c.poll_event();
+    assert!(
+        matches!(
+            event,
+            Some(client::Event::ConnectFailed(RequestError::BadResponse(_)))
+        ),
+        "{event:?}"
+    );
+}
+
+#[test]
+fn json_rpc_a_second_response_to_one_id_is_never_delivered() {
+    let (mut c, now, x) = by_hand();
+    c.handle_head(
+        now,
+        x,
+        response_head(200, &[("content-type", "application/json")]),
+    );
+    c.handle_body(
+        now,
+        x,
+        Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}"#,
+        ),
+    );
+    c.handle_body_end(now, x);
+    assert!(matches!(
+        c.poll_event(),
+        Some(client::Event::Connected { .. })
+    ));
+    let id = c.request(now, "tools/call", None, None).unwrap();
+    // The initialized notification, then the request.
+    let _ = c.poll_transmit();
+    let Some(client::Transmit::Request { exchange, .. }) = c.poll_transmit() else {
+        panic!()
+    };
+    c.handle_head(
+        now,
+        exchange,
+        response_head(200, &[("content-type", "text/event-stream")]),
+    );
+    let answer = format!("id: e1\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n\n");
+    c.handle_body(now, exchange, Bytes::from(answer.clone()));
+    c.handle_body(now, exchange, Bytes::from(answer));
+    c.handle_body_end(now, exchange);
+    let mut got = 0;
+    while let Some(e) = c.poll_event() {
+        got += usize::from(matches!(e, client::Event::Response(_)));
+    }
+    assert_eq!(got, 1);
+}
+
+#[test]
+fn jsonrpc_11_a_server_offering_an_unknown_version_fails_the_handshake() {
+    let (mut c, now, x) = by_hand();
+    c.handle_head(
+        now,
+        x,
+        response_head(200, &[("content-type", "application/json")]),
+    );
+    c.handle_body(
+        now,
+        x,
+        Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"1999-01-01"}}"#,
+        ),
+    );
+    c.handle_body_end(now, x);
+    assert!(matches!(
+        c.poll_event(),
+        Some(client::Event::ConnectFailed(_))
+    ));
+}
