@@ -509,3 +509,211 @@ fn jsonrpc_11_a_server_offering_an_unknown_version_fails_the_handshake() {
         Some(client::Event::ConnectFailed(_))
     ));
 }
+
+/// Connects a hand-fed client whose server answers `initialize` as JSON.
+fn connected_by_hand(version: &str) -> (Client, std::time::Instant) {
+    let (mut c, now, x) = by_hand();
+    c.handle_head(
+        now,
+        x,
+        response_head(
+            200,
+            &[
+                ("content-type", "application/json"),
+                ("mcp-session-id", "s-1"),
+            ],
+        ),
+    );
+    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"protocolVersion":"{version}"}}}}"#);
+    c.handle_body(now, x, Bytes::from(body));
+    c.handle_body_end(now, x);
+    assert!(matches!(
+        c.poll_event(),
+        Some(client::Event::Connected { .. })
+    ));
+    // The initialized notification.
+    let Some(client::Transmit::Request { exchange, .. }) = c.poll_transmit() else {
+        panic!()
+    };
+    c.handle_head(now, exchange, response_head(202, &[]));
+    c.handle_body_end(now, exchange);
+    (c, now)
+}
+
+/// Sends one request; returns its id and the exchange carrying it.
+fn request_by_hand(
+    c: &mut Client,
+    now: std::time::Instant,
+) -> (mcpwire::jsonrpc::RequestId, client::ExchangeId) {
+    let id = c.request(now, "tools/call", None, None).unwrap();
+    let Some(client::Transmit::Request { exchange, .. }) = c.poll_transmit() else {
+        panic!()
+    };
+    (id, exchange)
+}
+
+#[test]
+fn legacy_6_14_14_an_endpoint_event_naming_another_origin_is_refused() {
+    for (endpoint, ok) in [
+        ("/messages?sessionId=1", true),
+        ("messages?sessionId=1", true),
+        ("http://127.0.0.1:8080/messages?sessionId=1", true),
+        ("http://evil.example/messages?sessionId=1", false),
+        ("https://127.0.0.1:8080/messages", false),
+    ] {
+        let (mut c, now, x) = by_hand();
+        c.handle_head(now, x, response_head(404, &[]));
+        let Some(client::Transmit::Abort(_)) = c.poll_transmit() else {
+            panic!()
+        };
+        let Some(client::Transmit::Request {
+            exchange: g, head, ..
+        }) = c.poll_transmit()
+        else {
+            panic!()
+        };
+        assert_eq!(head.method, "GET");
+        c.handle_head(
+            now,
+            g,
+            response_head(200, &[("content-type", "text/event-stream")]),
+        );
+        c.handle_body(
+            now,
+            g,
+            Bytes::from(format!("event: endpoint\ndata: {endpoint}\n\n")),
+        );
+        let next = c.poll_transmit();
+        if ok {
+            let Some(client::Transmit::Request { head, body, .. }) = next else {
+                panic!("{endpoint}: {next:?}")
+            };
+            assert_eq!(head.uri.host(), Some("127.0.0.1"), "{endpoint}");
+            assert!(head.uri.path().ends_with("messages"), "{endpoint}");
+            assert!(String::from_utf8_lossy(&body).contains("initialize"));
+        } else {
+            let event = c.poll_event();
+            assert!(
+                matches!(
+                    event,
+                    Some(client::Event::ConnectFailed(RequestError::BadResponse(_)))
+                ),
+                "{endpoint}: {event:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn sse_parse_20_last_event_id_is_omitted_when_empty_and_a_reset_id_stops_resumes() {
+    let (mut c, now) = connected_by_hand("2025-11-25");
+    let (_, x) = request_by_hand(&mut c, now);
+    c.handle_head(
+        now,
+        x,
+        response_head(200, &[("content-type", "text/event-stream")]),
+    );
+    // An id, then `id` reset to empty (SSE-PARSE-12): no id to resume from.
+    c.handle_body(
+        now,
+        x,
+        Bytes::from_static(b"id: 5\ndata:\n\nid\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\n"),
+    );
+    c.handle_failure(now, x);
+    let mut failed = false;
+    while let Some(e) = c.poll_event() {
+        failed |= matches!(
+            e,
+            client::Event::Failed {
+                error: RequestError::StreamLost,
+                ..
+            }
+        );
+    }
+    assert!(failed, "no id left: the request fails instead of resuming");
+}
+
+#[test]
+fn resume_11_14_10_the_servers_retry_is_honoured_up_to_the_clients_cap() {
+    let (mut c, now) = connected_by_hand("2025-11-25");
+    let (_, x) = request_by_hand(&mut c, now);
+    c.handle_head(
+        now,
+        x,
+        response_head(200, &[("content-type", "text/event-stream")]),
+    );
+    c.handle_body(
+        now,
+        x,
+        Bytes::from_static(b"retry: 86400000\nid: a:1:0\ndata:\n\n"),
+    );
+    c.handle_body_end(now, x);
+    assert_eq!(
+        c.poll_timeout(),
+        Some(now + Duration::from_secs(300)),
+        "a day is capped at 5 minutes"
+    );
+    c.handle_timeout(now + Duration::from_secs(300));
+    let Some(client::Transmit::Request { head, .. }) = c.poll_transmit() else {
+        panic!()
+    };
+    assert_eq!(head.method, "GET");
+    assert_eq!(header(&head, "last-event-id"), Some("a:1:0"));
+}
+
+#[test]
+fn resume_12_the_retry_budget_runs_out_and_the_request_fails_clearly() {
+    let (mut c, now) = connected_by_hand("2025-11-25");
+    let (id, x) = request_by_hand(&mut c, now);
+    c.handle_head(
+        now,
+        x,
+        response_head(200, &[("content-type", "text/event-stream")]),
+    );
+    c.handle_body(now, x, Bytes::from_static(b"id: a:1:0\ndata:\n\n"));
+    c.handle_failure(now, x);
+    let mut t = now;
+    let mut attempts = 0;
+    while let Some(at) = c.poll_timeout() {
+        t = at;
+        c.handle_timeout(t);
+        let Some(client::Transmit::Request { exchange, .. }) = c.poll_transmit() else {
+            break;
+        };
+        attempts += 1;
+        c.handle_failure(t, exchange);
+    }
+    assert_eq!(attempts, 5, "the configured budget");
+    let failed = std::iter::from_fn(|| c.poll_event())
+        .any(|e| matches!(e, client::Event::Failed { id: i, error: RequestError::ResumeFailed { status: 0, .. } } if i == id));
+    assert!(failed);
+    assert!(
+        t - now >= Duration::from_secs(1 + 2 + 4 + 8) / 2,
+        "backoff doubled, jitter at most halves"
+    );
+}
+
+#[test]
+fn jsonrpc_3_http_post_2_every_message_is_its_own_post_with_a_fresh_id() {
+    let (mut c, now) = connected_by_hand("2025-06-18");
+    let mut ids = std::collections::BTreeSet::new();
+    for _ in 0..50 {
+        let (id, _) = request_by_hand(&mut c, now);
+        assert!(ids.insert(id));
+    }
+    c.notify(now, "notifications/progress", None).unwrap();
+    let Some(client::Transmit::Request { head, body, .. }) = c.poll_transmit() else {
+        panic!()
+    };
+    assert_eq!(head.method, "POST");
+    assert_eq!(header(&head, "mcp-session-id"), Some("s-1"));
+    assert_eq!(
+        header(&head, "mcp-protocol-version"),
+        Some("2025-06-18"),
+        "VERSION-2: the negotiated one"
+    );
+    assert_eq!(
+        &body[..],
+        br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#
+    );
+}

@@ -22,6 +22,7 @@ pub struct Config {
     pub(super) backoff: Duration,
     pub(super) max_backoff: Duration,
     pub(super) max_attempts: u32,
+    pub(super) max_retry: Duration,
 }
 
 impl Config {
@@ -30,7 +31,7 @@ impl Config {
     /// standalone GET stream on, legacy fallback on, no automatic re-initialization,
     /// 1,024 requests in flight, 4 MiB JSON bodies, the SSE decoder's default limits, and
     /// reconnection after 1 s doubling up to 30 s, 5 attempts, when the server gave no
-    /// `retry`.
+    /// `retry`, and a server's `retry` honoured up to 5 minutes.
     pub fn new(endpoint: http::Uri) -> Self {
         Self {
             endpoint,
@@ -47,6 +48,7 @@ impl Config {
             backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(30),
             max_attempts: 5,
+            max_retry: Duration::from_secs(300),
         }
     }
 
@@ -112,6 +114,13 @@ impl Config {
         self.backoff = first;
         self.max_backoff = cap;
         self.max_attempts = attempts;
+        self
+    }
+
+    /// The longest server `retry` honoured (RESUME-11); a longer one is shortened to this,
+    /// so a bad `retry` cannot park a stream for days (docs/requirements.md §14.10).
+    pub fn with_max_retry(mut self, cap: Duration) -> Self {
+        self.max_retry = cap;
         self
     }
 }

@@ -489,7 +489,7 @@ impl Client {
             );
         }
         let delay = match stream.retry {
-            Some(retry) => retry,
+            Some(retry) => retry.min(self.config.max_retry),
             None => {
                 let attempts = stream.attempts;
                 self.backoff(attempts)
