@@ -717,3 +717,42 @@ fn jsonrpc_3_http_post_2_every_message_is_its_own_post_with_a_fresh_id() {
         br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#
     );
 }
+
+#[test]
+fn legacy_6_a_refused_legacy_stream_fails_the_connection_clearly() {
+    let (mut c, now, x) = by_hand();
+    c.handle_head(now, x, response_head(405, &[]));
+    let _abort = c.poll_transmit();
+    let Some(client::Transmit::Request { exchange: g, .. }) = c.poll_transmit() else {
+        panic!()
+    };
+    c.handle_head(
+        now,
+        g,
+        response_head(404, &[("content-type", "application/json")]),
+    );
+    c.handle_body_end(now, g);
+    let event = c.poll_event();
+    assert!(
+        matches!(
+            event,
+            Some(client::Event::ConnectFailed(RequestError::Http {
+                status: 404,
+                ..
+            }))
+        ),
+        "{event:?}"
+    );
+}
+
+#[test]
+fn the_handshake_times_out() {
+    let (mut c, now, x) = by_hand();
+    c.handle_head(now, x, response_head(202, &[]));
+    assert_eq!(c.poll_timeout(), Some(now + Duration::from_secs(30)));
+    c.handle_timeout(now + Duration::from_secs(30));
+    assert!(matches!(
+        c.poll_event(),
+        Some(client::Event::ConnectFailed(RequestError::Timeout))
+    ));
+}

@@ -23,6 +23,7 @@ pub struct Config {
     pub(super) max_backoff: Duration,
     pub(super) max_attempts: u32,
     pub(super) max_retry: Duration,
+    pub(super) connect_timeout: Duration,
 }
 
 impl Config {
@@ -31,7 +32,7 @@ impl Config {
     /// standalone GET stream on, legacy fallback on, no automatic re-initialization,
     /// 1,024 requests in flight, 4 MiB JSON bodies, the SSE decoder's default limits, and
     /// reconnection after 1 s doubling up to 30 s, 5 attempts, when the server gave no
-    /// `retry`, and a server's `retry` honoured up to 5 minutes.
+    /// `retry`, a server's `retry` honoured up to 5 minutes, and 30 s for the handshake.
     pub fn new(endpoint: http::Uri) -> Self {
         Self {
             endpoint,
@@ -49,6 +50,7 @@ impl Config {
             max_backoff: Duration::from_secs(30),
             max_attempts: 5,
             max_retry: Duration::from_secs(300),
+            connect_timeout: Duration::from_secs(30),
         }
     }
 
@@ -121,6 +123,13 @@ impl Config {
     /// so a bad `retry` cannot park a stream for days (docs/requirements.md §14.10).
     pub fn with_max_retry(mut self, cap: Duration) -> Self {
         self.max_retry = cap;
+        self
+    }
+
+    /// How long the handshake may take before it fails with
+    /// [`RequestError::Timeout`](super::RequestError::Timeout).
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
         self
     }
 }

@@ -178,9 +178,8 @@ impl Client {
                 error: error.clone(),
             });
         }
-        for (_, ids) in std::mem::take(&mut self.waiting) {
-            let _ = ids;
-        }
+        // What waited for the handshake goes too: its requests were failed above.
+        self.waiting.clear();
     }
 
     /// Fails those of `ids` still in flight.

@@ -222,8 +222,8 @@ impl Client {
         if self.phase != Phase::Idle {
             return;
         }
-        let _ = now;
-        let Ok(id) = self.pending.register((), None) else {
+        let deadline = now + self.config.connect_timeout;
+        let Ok(id) = self.pending.register((), Some(deadline)) else {
             return;
         };
         let params = format!(
@@ -565,11 +565,17 @@ impl Client {
                 self.fail_ids(&ids, error);
             }
             (ExKind::Get { stream }, Body::Error(status, buf)) => {
-                let error = RequestError::ResumeFailed {
-                    status: status.as_u16(),
-                    message: error_message(&buf),
-                };
-                self.stream_failed(stream, error);
+                let legacy = self
+                    .streams
+                    .get(&stream)
+                    .is_some_and(|s| s.kind == StreamKind::Legacy);
+                let (status, message) = (status.as_u16(), error_message(&buf));
+                if legacy {
+                    // The legacy stream is the session: without it nothing can connect.
+                    self.remove_stream(stream);
+                    return self.connect_failed(RequestError::Http { status, message });
+                }
+                self.stream_failed(stream, RequestError::ResumeFailed { status, message });
             }
             (_, Body::Sse(mut decoder, t)) => {
                 decoder.finish();
