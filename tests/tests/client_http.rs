@@ -76,8 +76,8 @@ fn progress(p: &mut Pair, request: &server::IncomingRequest, n: u32) {
 }
 
 #[test]
-fn jsonrpc_9_jsonrpc_11_http_post_3_http_post_14_session_5_version_1_the_handshake_and_its_headers()
-{
+fn jsonrpc_9_jsonrpc_11_http_post_3_http_post_14_http_get_7_session_5_version_1_the_handshake_and_its_headers()
+ {
     let mut p = pair(server::Config::new());
     p.connect();
     let connected = p
@@ -337,7 +337,7 @@ fn legacy_6_a_404_to_initialize_falls_back_to_http_sse() {
 }
 
 #[test]
-fn requests_time_out_and_are_cancelled_at_the_server() {
+fn http_post_12_requests_time_out_and_are_cancelled_at_the_server() {
     let mut p = pair(server::Config::new());
     p.connect();
     let deadline = p.now + Duration::from_secs(5);
@@ -755,4 +755,28 @@ fn the_handshake_times_out() {
         c.poll_event(),
         Some(client::Event::ConnectFailed(RequestError::Timeout))
     ));
+}
+
+#[test]
+fn sec_5_sec_6_a_401_fails_the_handshake_with_the_servers_challenge() {
+    let mut p = pair(server::Config::new());
+    p.server
+        .set_authorizer(Some(Box::new(|_: &http::request::Parts| {
+            Err(server::Refusal::unauthorized(
+                "https://as.example/.well-known/oauth-protected-resource",
+                None,
+            ))
+        })));
+    p.client.connect(p.now);
+    p.run();
+    let failed = p.client_events.iter().find_map(|e| match e {
+        client::Event::ConnectFailed(RequestError::Unauthorized { challenge }) => challenge.clone(),
+        _ => None,
+    });
+    assert_eq!(
+        failed.as_deref(),
+        Some(
+            r#"Bearer resource_metadata="https://as.example/.well-known/oauth-protected-resource""#
+        )
+    );
 }

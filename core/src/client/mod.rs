@@ -438,6 +438,9 @@ impl Client {
         };
         let status = head.status;
         let media = media_type(&head.headers);
+        if status == StatusCode::UNAUTHORIZED {
+            return self.unauthorized(x.0, &head.headers);
+        }
         match &e.kind {
             ExKind::Post { ids } => {
                 let ids = ids.clone();
@@ -509,6 +512,41 @@ impl Client {
             ExKind::Delete => {
                 self.exchanges.get_mut(&x.0).expect("exchange").body = Body::Ignore;
             }
+        }
+    }
+
+    /// 401 (SEC-5, SEC-6): the request fails with the server's `WWW-Authenticate`
+    /// challenge, for the application to obtain a token and connect again.
+    fn unauthorized(&mut self, x: u64, headers: &http::HeaderMap) {
+        let challenge = headers
+            .get(header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let error = RequestError::Unauthorized { challenge };
+        let Some(e) = self.exchanges.get_mut(&x) else {
+            return;
+        };
+        e.body = Body::Ignore;
+        match &e.kind {
+            ExKind::Post { ids } => {
+                let ids = ids.clone();
+                if self.init_id.as_ref().is_some_and(|i| ids.contains(i)) {
+                    return self.connect_failed(error);
+                }
+                self.fail_ids(&ids, error);
+            }
+            ExKind::Get { stream } => {
+                let t = *stream;
+                if self
+                    .streams
+                    .get(&t)
+                    .is_some_and(|s| s.kind == StreamKind::Legacy)
+                {
+                    return self.connect_failed(error);
+                }
+                self.stream_failed(t, error);
+            }
+            ExKind::Delete => {}
         }
     }
 

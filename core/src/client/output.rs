@@ -114,6 +114,13 @@ pub enum RequestError {
         /// The server's message, if it gave one.
         message: String,
     },
+    /// 401: the server wants authorization (SEC-5); `challenge` is its
+    /// `WWW-Authenticate` value (SEC-6: `Bearer resource_metadata="…"`), where the
+    /// application learns how to obtain a token.
+    Unauthorized {
+        /// The `WWW-Authenticate` header, if the server sent one.
+        challenge: Option<String>,
+    },
     /// The server answered the POST with an error status.
     Http {
         /// The status.
@@ -143,6 +150,8 @@ impl fmt::Display for RequestError {
             Self::ResumeFailed { status, message } => {
                 write!(f, "the server refused the resume ({status}): {message}")
             }
+            Self::Unauthorized { challenge: Some(c) } => write!(f, "unauthorized: {c}"),
+            Self::Unauthorized { challenge: None } => f.write_str("unauthorized"),
             Self::Http { status, message } => write!(f, "http {status}: {message}"),
             Self::BadResponse(why) => write!(f, "unreadable response: {why}"),
             Self::Closed => f.write_str("the client is closed"),
