@@ -76,7 +76,7 @@ fn progress(p: &mut Pair, request: &server::IncomingRequest, n: u32) {
 }
 
 #[test]
-fn jsonrpc_9_jsonrpc_11_http_post_3_http_post_14_http_get_7_session_5_version_1_the_handshake_and_its_headers()
+fn jsonrpc_9_jsonrpc_11_http_post_3_http_post_14_http_get_1_http_get_2_http_get_7_session_5_version_1_the_handshake_and_its_headers()
  {
     let mut p = pair(server::Config::new());
     p.connect();
@@ -694,7 +694,7 @@ fn resume_12_the_retry_budget_runs_out_and_the_request_fails_clearly() {
 }
 
 #[test]
-fn jsonrpc_3_http_post_2_every_message_is_its_own_post_with_a_fresh_id() {
+fn jsonrpc_3_http_post_2_version_2_every_message_is_its_own_post_with_a_fresh_id() {
     let (mut c, now) = connected_by_hand("2025-06-18");
     let mut ids = std::collections::BTreeSet::new();
     for _ in 0..50 {
@@ -779,4 +779,12 @@ fn sec_5_sec_6_a_401_fails_the_handshake_with_the_servers_challenge() {
             r#"Bearer resource_metadata="https://as.example/.well-known/oauth-protected-resource""#
         )
     );
+}
+
+#[test]
+fn session_4_the_session_id_is_not_printed_by_debug() {
+    let (c, _) = connected_by_hand("2025-11-25");
+    assert_eq!(c.session_id(), Some("s-1"));
+    let debug = format!("{c:?}");
+    assert!(!debug.contains("s-1"), "{debug}");
 }
