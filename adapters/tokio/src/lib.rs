@@ -34,6 +34,8 @@
 //! # });
 //! ```
 
+pub mod server;
+
 use std::error::Error;
 use std::fmt;
 use std::io::{self, ErrorKind};
