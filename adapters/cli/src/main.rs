@@ -4,6 +4,7 @@
 //! hands bytes to the core (through `mcpwire-blocking`); what the bytes mean is decided
 //! in `mcpwire`.
 //!
+//! - `mcpwire serve`: a reference MCP server ([`serve`]).
 //! - `mcpwire decode [FILE]`: decode a `text/event-stream` into JSON lines ([`decode`]).
 
 use std::ffi::OsString;
@@ -11,6 +12,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 mod decode;
+mod serve;
 
 /// The top-level usage text; each subcommand adds its own.
 const USAGE: &str = "\
@@ -19,6 +21,7 @@ mcpwire: the mcpwire protocol core from a terminal
 Usage: mcpwire <COMMAND> [ARGS]
 
 Commands:
+  serve [OPTIONS]           run a reference MCP server on 127.0.0.1:8080/mcp
   decode [OPTIONS] [FILE]   decode a text/event-stream into JSON lines
   help [COMMAND]            print this help, or a command's
 
@@ -26,7 +29,7 @@ Options:
   -h, --help                print this help
   -V, --version             print the version
 
-Run `mcpwire decode --help` for the decode options and output format.
+Run `mcpwire serve --help` or `mcpwire decode --help` for each command's options.
 ";
 
 /// Exit status for bad usage (1 is for failures of the work itself).
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Some("help") => match args.get(1).map(|a| a.to_string_lossy()).as_deref() {
             None => print_help(USAGE),
             Some("decode") => print_help(decode::USAGE),
+            Some("serve") => print_help(serve::USAGE),
             Some(other) => usage_error("mcpwire", &format!("unknown command '{other}'"), USAGE),
         },
         Some("-V" | "--version") => {
@@ -48,6 +52,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some("decode") => decode::main(&args[1..]),
+        Some("serve") => serve::main(&args[1..]),
         Some(other) => usage_error("mcpwire", &format!("unknown command '{other}'"), USAGE),
     }
 }

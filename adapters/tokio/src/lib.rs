@@ -4,6 +4,13 @@
 //! bytes to the sans-IO core unchanged and returns what the core decoded. Every protocol
 //! decision is made in [`mcpwire`].
 //!
+//! - [`server::McpService`]: the server core ([`mcpwire::server::Server`]) as a tower and
+//!   hyper service; [`server::serve`] accepts on a `TcpListener`.
+//! - [`app`]: a small application layer on it: a handler per request that can send
+//!   progress and notifications on its stream and sees cancellation, and a typed tool
+//!   table ([`app::Tools`]).
+//! - SSE readers, below.
+//!
 //! Three ways in, one decoder ([`mcpwire::sse::Decoder`]) behind each, all of them
 //! [`Stream`]s of `Result<Item, SseError<E>>`:
 //!
@@ -34,6 +41,7 @@
 //! # });
 //! ```
 
+pub mod app;
 pub mod server;
 
 use std::error::Error;

@@ -129,6 +129,11 @@ impl Config {
         }
     }
 
+    /// The path of the Streamable HTTP endpoint.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
     /// The path of the Streamable HTTP endpoint (HTTP-POST-1); requests to any other
     /// path (and not to the legacy paths) get 404.
     pub fn with_endpoint(mut self, path: impl Into<String>) -> Self {

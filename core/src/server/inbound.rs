@@ -89,6 +89,12 @@ impl Server {
     pub fn handle_head(&mut self, now: Instant, head: http::request::Parts) -> ExchangeId {
         self.clock(now);
         let x = self.id();
+        if self.shutting_down {
+            self.exchanges
+                .insert(x, Exchange::new(Route::Refused, Era::Sessions, now));
+            self.refuse_unavailable(x);
+            return ExchangeId(x);
+        }
         let (route, era) = match self.route(&head) {
             Ok(r) => r,
             Err(refuse) => {
@@ -346,6 +352,20 @@ impl Server {
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         }
         self.finish_with(x, head, Some(body));
+    }
+
+    /// 503 with `Retry-After`: the server is shutting down.
+    pub(super) fn refuse_unavailable(&mut self, x: u64) {
+        if let Some(e) = self.exchanges.get_mut(&x) {
+            e.route = Route::Refused;
+        }
+        self.refuse(
+            x,
+            Refuse::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is shutting down",
+            ),
+        );
     }
 
     /// Queues `head`, the optional body and `End` on `x`.

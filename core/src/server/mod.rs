@@ -139,6 +139,8 @@ pub struct Server {
     scratch: BytesMut,
     /// The latest time an input carried: when a write happened, for heartbeats.
     now: Option<Instant>,
+    /// [`Server::shutdown`] was called: every new exchange gets 503.
+    shutting_down: bool,
 }
 
 impl std::fmt::Debug for Server {
@@ -179,6 +181,7 @@ impl Server {
             events: VecDeque::new(),
             scratch: BytesMut::new(),
             now: None,
+            shutting_down: false,
         }
     }
 

@@ -154,6 +154,28 @@ impl Server {
         live
     }
 
+    /// Starts a graceful shutdown: every session ends (its streams end cleanly, its open
+    /// requests are answered 503 if still waiting for their head), and every later
+    /// request is answered 503 with `Retry-After`. The driver then waits until
+    /// [`exchange_count`](Self::exchange_count) is 0 (or its own deadline).
+    pub fn shutdown(&mut self, now: Instant) {
+        self.clock(now);
+        self.shutting_down = true;
+        let sessions: Vec<u64> = self.sessions.keys().copied().collect();
+        for s in sessions {
+            self.close_session_key(s, CloseReason::Shutdown);
+        }
+        let awaiting: Vec<u64> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| matches!(e.phase, Phase::Body | Phase::Awaiting))
+            .map(|(x, _)| *x)
+            .collect();
+        for x in awaiting {
+            self.refuse_unavailable(x);
+        }
+    }
+
     fn open_id(&self, request: RequestHandle) -> Result<RequestId, SendError> {
         self.requests
             .get(&request.0)

@@ -102,6 +102,8 @@ pub enum CloseReason {
     Closed,
     /// Its `initialize` was answered with an error.
     InitializeFailed,
+    /// The server is shutting down ([`Server::shutdown`](super::Server::shutdown)).
+    Shutdown,
 }
 
 /// A client request for the application.

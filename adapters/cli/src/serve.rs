@@ -1,0 +1,240 @@
+//! `mcpwire serve`: a reference MCP server on the core, through `mcpwire-tokio`.
+//!
+//! Tools: `echo {text}` returns the text; `slow_count {n, delay_ms}` sends one
+//! `notifications/progress` per step (when the request carries a progress token) and
+//! then its count. Loopback only by default; one log line per session event on stderr.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpwire::server::{Allow, Config, LegacyPaths, ResponseMode, SessionMode};
+use mcpwire_tokio::app::{self, CallError, Tools, text_result};
+use mcpwire_tokio::server::{McpService, serve};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::{print_help, usage_error};
+
+/// The usage text.
+pub(crate) const USAGE: &str = "\
+mcpwire serve: a reference MCP server (Streamable HTTP, and legacy HTTP+SSE beside it)
+
+Usage: mcpwire serve [OPTIONS]
+
+Options:
+  --addr ADDR          address to listen on (default 127.0.0.1:8080; loopback only
+                       unless you name another)
+  --path PATH          the Streamable HTTP endpoint (default /mcp)
+  --json-response      answer every request with one JSON body
+  --stateless          no sessions: every POST stands alone
+  --poll-ms N          SEP-1699 polling: close a stream N ms after it opened (2025-11-25)
+  --retry-ms N         the retry sent in priming events (default 1000)
+  --no-legacy          do not serve GET /sse and POST /messages
+  --allow-origin O     accept this Origin (repeatable; default: loopback origins)
+  -h, --help           print this help
+
+Tools: echo {text}; slow_count {n, delay_ms} (progress per step).
+";
+
+const PROG: &str = "mcpwire serve";
+
+#[derive(Debug)]
+struct Options {
+    addr: SocketAddr,
+    config: Config,
+}
+
+fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
+    let mut addr: SocketAddr = "127.0.0.1:8080".parse().expect("a valid address");
+    let mut config = Config::new()
+        .with_legacy(Some(LegacyPaths::default()))
+        .with_response_mode(ResponseMode::Auto);
+    let mut origins = Vec::new();
+    let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
+    while let Some(arg) = args.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |what: &str| {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or_else(|| format!("{name} needs {what}"))
+        };
+        match name.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--addr" => {
+                let v = value("an address")?;
+                addr = v
+                    .parse()
+                    .map_err(|_| format!("--addr: '{v}' is not HOST:PORT"))?;
+            }
+            "--path" => config = config.with_endpoint(value("a path")?),
+            "--json-response" => config = config.with_response_mode(ResponseMode::Json),
+            "--stateless" => config = config.with_sessions(SessionMode::Stateless),
+            "--no-legacy" => config = config.with_legacy(None),
+            "--poll-ms" | "--retry-ms" => {
+                let v = value("milliseconds")?;
+                let ms: u64 = v
+                    .parse()
+                    .map_err(|_| format!("{name}: '{v}' is not milliseconds"))?;
+                let d = Duration::from_millis(ms);
+                config = if name == "--poll-ms" {
+                    config
+                        .with_polling(Some(d))
+                        .with_response_mode(ResponseMode::Sse)
+                } else {
+                    config.with_retry(Some(d))
+                };
+            }
+            "--allow-origin" => origins.push(value("an origin")?),
+            _ => return Err(format!("unknown option '{arg}'")),
+        }
+    }
+    if !origins.is_empty() {
+        config = config.with_origins(Allow::List(origins));
+    }
+    if !addr.ip().is_loopback() {
+        // Reached by name from elsewhere: the Host check must not pin it to loopback.
+        config = config.with_hosts(Allow::Any);
+    }
+    Ok(Some(Options { addr, config }))
+}
+
+#[derive(Deserialize)]
+struct Echo {
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct SlowCount {
+    n: u32,
+    #[serde(default)]
+    delay_ms: u64,
+}
+
+/// The reference tools.
+pub(crate) fn tools() -> Tools {
+    Tools::new()
+        .with_server_info("mcpwire", env!("CARGO_PKG_VERSION"))
+        .with_tool(
+            "echo",
+            "Returns its text.",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+            |_call, args: Echo| async move { Ok(text_result(&args.text)) },
+        )
+        .with_tool(
+            "slow_count",
+            "Counts to n, one progress notification per step, delay_ms apart.",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}, "delay_ms": {"type": "integer"}}, "required": ["n"]}),
+            |call, args: SlowCount| async move {
+                if args.n > 10_000 {
+                    return Err(CallError::invalid_params("n is at most 10000"));
+                }
+                for step in 1..=args.n {
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(args.delay_ms)) => {}
+                        () = call.cancelled() => return Err(CallError::invalid_params("cancelled")),
+                    }
+                    let _ = call.progress(f64::from(step), Some(f64::from(args.n)));
+                }
+                Ok(text_result(&args.n.to_string()))
+            },
+        )
+}
+
+fn os_entropy(dst: &mut [u8]) {
+    // Without the OS generator no session id can be safe: stop rather than guess.
+    getrandom::fill(dst).expect("the operating system's random generator failed");
+}
+
+pub(crate) fn main(args: &[OsString]) -> ExitCode {
+    let options = match parse(args) {
+        Ok(Some(options)) => options,
+        Ok(None) => return print_help(USAGE),
+        Err(message) => return usage_error(PROG, &message, USAGE),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{PROG}: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(options))
+}
+
+async fn run(options: Options) -> ExitCode {
+    let listener = match tokio::net::TcpListener::bind(options.addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{PROG}: cannot listen on {}: {e}", options.addr);
+            return ExitCode::FAILURE;
+        }
+    };
+    let addr = listener.local_addr().unwrap_or(options.addr);
+    let path = options.config.endpoint().to_owned();
+    let (service, events) = McpService::new(options.config, Box::new(os_entropy));
+    eprintln!("{PROG}: listening on http://{addr}{path}");
+    let (log_tx, events) = log_sessions(events);
+    let app = tokio::spawn(app::run(service.clone(), events, Arc::new(tools())));
+    let served = tokio::spawn(serve(listener, service.clone()));
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("{PROG}: shutting down");
+            service.with_server(|server, now| server.shutdown(now));
+            // Give the closing streams a moment to flush their last bytes.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            ExitCode::SUCCESS
+        }
+        result = served => {
+            drop(log_tx);
+            app.abort();
+            match result {
+                Ok(Err(e)) => eprintln!("{PROG}: accepting failed: {e}"),
+                _ => eprintln!("{PROG}: the server stopped"),
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs one line per session event, passing every event on to the application.
+fn log_sessions(
+    mut events: tokio::sync::mpsc::UnboundedReceiver<mcpwire::server::Event>,
+) -> (
+    tokio::task::JoinHandle<()>,
+    tokio::sync::mpsc::UnboundedReceiver<mcpwire::server::Event>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            match &event {
+                mcpwire::server::Event::Request(r) if r.method() == "initialize" => {
+                    if let Some(s) = r.session() {
+                        eprintln!(
+                            "{PROG}: session {s} opened ({}, {:?})",
+                            r.version(),
+                            r.era()
+                        );
+                    }
+                }
+                mcpwire::server::Event::SessionClosed { session, reason } => {
+                    eprintln!("{PROG}: session {session} closed ({reason:?})");
+                }
+                _ => {}
+            }
+            if tx.send(event).is_err() {
+                return;
+            }
+        }
+    });
+    (task, rx)
+}

@@ -1,0 +1,146 @@
+//! `mcpwire serve` as a user runs it: the binary on an ephemeral loopback port, spoken to
+//! over plain HTTP/1.0 (so each body ends with its connection and needs no chunk
+//! decoding). The process is killed at the end of each test, and every read is bounded.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
+
+/// The server process, killed when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(args: &[&str]) -> Server {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(args)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcpwire runs");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    Server { child, addr }
+}
+
+/// One request; returns the head (lowercased names) and the body.
+fn request(server: &Server, method: &str, session: Option<&str>, body: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(&server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut req = format!(
+        "{method} /mcp HTTP/1.0\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        server.addr,
+        body.len()
+    );
+    if let Some(s) = session {
+        req.push_str(&format!("Mcp-Session-Id: {s}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    stream.write_all(req.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
+    (head.to_ascii_lowercase(), body.to_owned())
+}
+
+fn session_of(head: &str) -> String {
+    head.lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("Mcp-Session-Id")
+        .trim()
+        .to_owned()
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+#[test]
+fn serve_answers_initialize_tools_list_echo_and_slow_count_with_progress() {
+    let server = start(&[]);
+    let (head, body) = request(&server, "POST", None, INIT);
+    assert!(head.starts_with("http/1.0 200"), "{head}");
+    assert!(body.contains(r#""protocolVersion":"2025-11-25""#), "{body}");
+    let sid = session_of(&head);
+    let (_, body) = request(
+        &server,
+        "POST",
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    );
+    assert!(
+        body.contains(r#""name":"echo""#) && body.contains(r#""name":"slow_count""#),
+        "{body}"
+    );
+    let (_, body) = request(
+        &server,
+        "POST",
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi there"}}}"#,
+    );
+    assert!(body.contains(r#""text":"hi there""#), "{body}");
+    let (head, body) = request(
+        &server,
+        "POST",
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":3,"delay_ms":5},"_meta":{"progressToken":"p"}}}"#,
+    );
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    assert_eq!(body.matches("notifications/progress").count(), 3, "{body}");
+    assert!(body.contains(r#""id":3,"result""#), "{body}");
+    let (head, _) = request(&server, "DELETE", Some(&sid), "");
+    assert!(head.starts_with("http/1.0 200"), "{head}");
+    let (head, _) = request(
+        &server,
+        "POST",
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
+    );
+    assert!(head.starts_with("http/1.0 404"), "{head}");
+}
+
+#[test]
+fn serve_json_response_mode_answers_slow_count_as_json() {
+    let server = start(&["--json-response"]);
+    let (head, _) = request(&server, "POST", None, INIT);
+    let sid = session_of(&head);
+    let (head, body) = request(
+        &server,
+        "POST",
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":2},"_meta":{"progressToken":"p"}}}"#,
+    );
+    assert!(head.contains("content-type: application/json"), "{head}");
+    assert!(body.contains(r#""text":"2""#), "{body}");
+}
+
+#[test]
+fn serve_rejects_bad_usage() {
+    let out = Command::new(BIN)
+        .args(["serve", "--bogus"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown option '--bogus'"));
+}

@@ -1,0 +1,374 @@
+//! A small application layer on [`McpService`]: an async function per request, with a
+//! [`Call`] that sends progress and notifications on that request's stream and sees
+//! cancellation, and [`Tools`], a typed tool table. Not a full SDK: `initialize`,
+//! `ping`, `tools/list` and `tools/call`, and whatever else a [`Handler`] answers.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use mcpwire::jsonrpc::{ErrorCode, RawJson};
+use mcpwire::server::{Event, IncomingRequest, RequestHandle, SendError, SessionId, Target};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+
+use crate::server::McpService;
+
+/// A boxed future, as handlers return.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// A JSON-RPC error answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallError {
+    /// The code.
+    pub code: ErrorCode,
+    /// The message.
+    pub message: String,
+}
+
+impl CallError {
+    /// -32602: the params do not fit the method.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self {
+            code: ErrorCode::INVALID_PARAMS,
+            message: message.into(),
+        }
+    }
+
+    /// -32601: no such method (or tool).
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self {
+            code: ErrorCode::METHOD_NOT_FOUND,
+            message: message.into(),
+        }
+    }
+}
+
+/// One client request, for its handler.
+pub struct Call {
+    service: McpService,
+    handle: RequestHandle,
+    session: Option<SessionId>,
+    method: String,
+    params: Option<Value>,
+    cancelled: watch::Receiver<bool>,
+}
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("method", &self.method)
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Call {
+    /// The method.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The params, if any.
+    pub fn params(&self) -> Option<&Value> {
+        self.params.as_ref()
+    }
+
+    /// The session, if the server keeps sessions.
+    pub fn session(&self) -> Option<SessionId> {
+        self.session
+    }
+
+    /// `params._meta.progressToken`, if the client asked for progress.
+    pub fn progress_token(&self) -> Option<&Value> {
+        self.params.as_ref()?.get("_meta")?.get("progressToken")
+    }
+
+    /// Sends a notification related to this request (on its stream, HTTP-POST-9).
+    ///
+    /// # Errors
+    /// [`SendError`] from the core (the request is no longer open, …).
+    pub fn notify(&self, method: &str, params: Value) -> Result<(), SendError> {
+        let params = params.to_string();
+        let raw = RawJson::new(&params).map_err(|_| SendError::NoStream)?;
+        let handle = self.handle;
+        self.service.with_server(|server, now| {
+            server
+                .notify(now, Target::Request(handle), method, Some(&raw))
+                .map(|_| ())
+        })
+    }
+
+    /// Sends `notifications/progress` if the client gave a progress token; a no-op
+    /// otherwise.
+    ///
+    /// # Errors
+    /// As [`notify`](Self::notify).
+    pub fn progress(&self, progress: f64, total: Option<f64>) -> Result<(), SendError> {
+        let Some(token) = self.progress_token().cloned() else {
+            return Ok(());
+        };
+        let mut params = json!({"progressToken": token, "progress": progress});
+        if let Some(total) = total {
+            params["total"] = json!(total);
+        }
+        self.notify("notifications/progress", params)
+    }
+
+    /// Whether the client cancelled the request (or its session ended).
+    pub fn is_cancelled(&self) -> bool {
+        *self.cancelled.borrow()
+    }
+
+    /// Resolves when the client cancels the request (or its session ends).
+    pub async fn cancelled(&self) {
+        let mut rx = self.cancelled.clone();
+        let _ = rx.wait_for(|c| *c).await;
+    }
+}
+
+/// What a server's application does with requests.
+pub trait Handler: Send + Sync + 'static {
+    /// `serverInfo` in the `InitializeResult`.
+    fn server_info(&self) -> Value {
+        json!({"name": "mcpwire", "version": env!("CARGO_PKG_VERSION")})
+    }
+
+    /// `capabilities` in the `InitializeResult`.
+    fn capabilities(&self) -> Value {
+        json!({})
+    }
+
+    /// Answers one request (`initialize` and `ping` are answered before it is asked).
+    fn call(&self, call: Call) -> BoxFuture<Result<Value, CallError>>;
+}
+
+/// The table entry of one tool.
+type ToolFn = Arc<dyn Fn(Call, Value) -> BoxFuture<Result<Value, CallError>> + Send + Sync>;
+
+struct Tool {
+    name: String,
+    description: String,
+    input_schema: Value,
+    run: ToolFn,
+}
+
+/// A [`Handler`] that serves `tools/list` and `tools/call` from a table.
+#[derive(Default)]
+pub struct Tools {
+    info: Option<Value>,
+    tools: Vec<Tool>,
+}
+
+impl std::fmt::Debug for Tools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        f.debug_struct("Tools").field("tools", &names).finish()
+    }
+}
+
+impl Tools {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `serverInfo` (`{"name": …, "version": …}`).
+    #[must_use]
+    pub fn with_server_info(mut self, name: &str, version: &str) -> Self {
+        self.info = Some(json!({"name": name, "version": version}));
+        self
+    }
+
+    /// Adds a tool: `run` gets the call and its `arguments` deserialized as `A`, and
+    /// returns the `CallToolResult` (see [`text_result`]).
+    #[must_use]
+    pub fn with_tool<A, F, Fut>(
+        mut self,
+        name: &str,
+        description: &str,
+        input_schema: Value,
+        run: F,
+    ) -> Self
+    where
+        A: serde::de::DeserializeOwned,
+        F: Fn(Call, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, CallError>> + Send + 'static,
+    {
+        let run = Arc::new(run);
+        self.tools.push(Tool {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            run: Arc::new(move |call, arguments| {
+                let run = Arc::clone(&run);
+                Box::pin(async move {
+                    let arguments: A = serde_json::from_value(arguments)
+                        .map_err(|e| CallError::invalid_params(e.to_string()))?;
+                    run(call, arguments).await
+                })
+            }),
+        });
+        self
+    }
+}
+
+/// A `CallToolResult` with one text item.
+pub fn text_result(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}]})
+}
+
+impl Handler for Tools {
+    fn server_info(&self) -> Value {
+        self.info
+            .clone()
+            .unwrap_or_else(|| json!({"name": "mcpwire", "version": env!("CARGO_PKG_VERSION")}))
+    }
+
+    fn capabilities(&self) -> Value {
+        json!({"tools": {}})
+    }
+
+    fn call(&self, call: Call) -> BoxFuture<Result<Value, CallError>> {
+        match call.method() {
+            "tools/list" => {
+                let tools: Vec<Value> = self
+                    .tools
+                    .iter()
+                    .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
+                    .collect();
+                Box::pin(async move { Ok(json!({"tools": tools})) })
+            }
+            "tools/call" => {
+                let name = call
+                    .params()
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str);
+                let Some(tool) = self.tools.iter().find(|t| Some(t.name.as_str()) == name) else {
+                    let message = format!("no tool {name:?}");
+                    return Box::pin(async move { Err(CallError::invalid_params(message)) });
+                };
+                let arguments = call
+                    .params()
+                    .and_then(|p| p.get("arguments"))
+                    .cloned()
+                    .unwrap_or_else(|| json!({}));
+                (tool.run)(call, arguments)
+            }
+            other => {
+                let message = format!("method {other:?} not found");
+                Box::pin(async move { Err(CallError::not_found(message)) })
+            }
+        }
+    }
+}
+
+/// Serves the application: reads the service's events and runs `handler` for each
+/// request, one task per request, until the event stream ends. Call it once per
+/// [`McpService`], with the receiver [`McpService::new`] returned.
+pub async fn run(
+    service: McpService,
+    mut events: mpsc::UnboundedReceiver<Event>,
+    handler: Arc<dyn Handler>,
+) {
+    let mut open: HashMap<RequestHandle, (Option<SessionId>, watch::Sender<bool>)> = HashMap::new();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<RequestHandle>();
+    loop {
+        tokio::select! {
+            event = events.recv() => {
+                let Some(event) = event else { return };
+                match event {
+                    Event::Request(request) => {
+                        if let Some(entry) = start(&service, &handler, request, &done_tx) {
+                            open.insert(entry.0, (entry.1, entry.2));
+                        }
+                    }
+                    Event::Cancelled { request, .. } => {
+                        if let Some((_, tx)) = open.get(&request) {
+                            let _ = tx.send(true);
+                        }
+                    }
+                    Event::SessionClosed { session, .. } => {
+                        for (s, tx) in open.values() {
+                            if *s == Some(session) {
+                                let _ = tx.send(true);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Some(done) = done_rx.recv() => {
+                open.remove(&done);
+            }
+        }
+    }
+}
+
+/// Answers `initialize` and `ping` at once; spawns the handler for anything else.
+fn start(
+    service: &McpService,
+    handler: &Arc<dyn Handler>,
+    request: IncomingRequest,
+    done: &mpsc::UnboundedSender<RequestHandle>,
+) -> Option<(RequestHandle, Option<SessionId>, watch::Sender<bool>)> {
+    let handle = request.handle();
+    let immediate = match request.method() {
+        "initialize" => Some(json!({
+            "protocolVersion": request.version().as_str(),
+            "capabilities": handler.capabilities(),
+            "serverInfo": handler.server_info(),
+        })),
+        "ping" => Some(json!({})),
+        _ => None,
+    };
+    if let Some(result) = immediate {
+        answer(service, handle, Ok(result));
+        return None;
+    }
+    let (tx, rx) = watch::channel(false);
+    let params = request
+        .message()
+        .payload()
+        .and_then(|p| serde_json::from_str(p.as_str()).ok());
+    let call = Call {
+        service: service.clone(),
+        handle,
+        session: request.session(),
+        method: request.method().to_owned(),
+        params,
+        cancelled: rx,
+    };
+    let future = handler.call(call);
+    let service = service.clone();
+    let done = done.clone();
+    tokio::spawn(async move {
+        let result = future.await;
+        answer(&service, handle, result);
+        let _ = done.send(handle);
+    });
+    Some((handle, request.session(), tx))
+}
+
+fn answer(service: &McpService, handle: RequestHandle, result: Result<Value, CallError>) {
+    service.with_server(|server, now| {
+        // An answer to a request no longer open (cancelled, session gone) is dropped.
+        let _ = match result {
+            Ok(value) => {
+                let text = value.to_string();
+                match RawJson::new(&text) {
+                    Ok(raw) => server.respond(now, handle, &raw),
+                    Err(_) => server.respond_error(
+                        now,
+                        handle,
+                        ErrorCode::INTERNAL_ERROR,
+                        "result is not JSON",
+                        None,
+                    ),
+                }
+            }
+            Err(e) => server.respond_error(now, handle, e.code, &e.message, None),
+        };
+    });
+}
