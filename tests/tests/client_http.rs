@@ -788,3 +788,40 @@ fn session_4_the_session_id_is_not_printed_by_debug() {
     let debug = format!("{c:?}");
     assert!(!debug.contains("s-1"), "{debug}");
 }
+
+#[test]
+fn resume_12_a_resumed_connection_that_brings_no_event_keeps_the_id_to_resume_from() {
+    let (mut c, now) = connected_by_hand("2025-11-25");
+    let (_, x) = request_by_hand(&mut c, now);
+    c.handle_head(
+        now,
+        x,
+        response_head(200, &[("content-type", "text/event-stream")]),
+    );
+    c.handle_body(
+        now,
+        x,
+        Bytes::from_static(b"retry: 10\nid: a:1:0\ndata:\n\n"),
+    );
+    c.handle_body_end(now, x);
+    let mut t = now;
+    for _ in 0..3 {
+        t = c.poll_timeout().expect("a resume is scheduled");
+        c.handle_timeout(t);
+        let Some(client::Transmit::Request { exchange, head, .. }) = c.poll_transmit() else {
+            panic!()
+        };
+        assert_eq!(header(&head, "last-event-id"), Some("a:1:0"));
+        // The server (polling) closes the resumed connection before anything new.
+        c.handle_head(
+            t,
+            exchange,
+            response_head(200, &[("content-type", "text/event-stream")]),
+        );
+        c.handle_body_end(t, exchange);
+    }
+    assert!(
+        std::iter::from_fn(|| c.poll_event()).all(|e| !matches!(e, client::Event::Failed { .. }))
+    );
+    let _ = t;
+}

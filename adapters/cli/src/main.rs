@@ -5,12 +5,14 @@
 //! in `mcpwire`.
 //!
 //! - `mcpwire serve`: a reference MCP server ([`serve`]).
+//! - `mcpwire call URL TOOL [JSON-ARGS]`: call one tool ([`call`]).
 //! - `mcpwire decode [FILE]`: decode a `text/event-stream` into JSON lines ([`decode`]).
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
 
+mod call;
 mod decode;
 mod serve;
 
@@ -22,6 +24,7 @@ Usage: mcpwire <COMMAND> [ARGS]
 
 Commands:
   serve [OPTIONS]           run a reference MCP server on 127.0.0.1:8080/mcp
+  call URL TOOL [ARGS]      call one tool of an MCP server, print progress and result
   decode [OPTIONS] [FILE]   decode a text/event-stream into JSON lines
   help [COMMAND]            print this help, or a command's
 
@@ -29,7 +32,7 @@ Options:
   -h, --help                print this help
   -V, --version             print the version
 
-Run `mcpwire serve --help` or `mcpwire decode --help` for each command's options.
+Run `mcpwire <COMMAND> --help` for each command's options.
 ";
 
 /// Exit status for bad usage (1 is for failures of the work itself).
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
             None => print_help(USAGE),
             Some("decode") => print_help(decode::USAGE),
             Some("serve") => print_help(serve::USAGE),
+            Some("call") => print_help(call::USAGE),
             Some(other) => usage_error("mcpwire", &format!("unknown command '{other}'"), USAGE),
         },
         Some("-V" | "--version") => {
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
         }
         Some("decode") => decode::main(&args[1..]),
         Some("serve") => serve::main(&args[1..]),
+        Some("call") => call::main(&args[1..]),
         Some(other) => usage_error("mcpwire", &format!("unknown command '{other}'"), USAGE),
     }
 }

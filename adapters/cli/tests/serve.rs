@@ -144,3 +144,33 @@ fn serve_rejects_bad_usage() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown option '--bogus'"));
 }
+
+fn call(server: &Server, args: &[&str]) -> std::process::Output {
+    let url = format!("http://{}/mcp", server.addr);
+    Command::new(BIN)
+        .args(["call", "--timeout-ms", "20000", &url])
+        .args(args)
+        .output()
+        .expect("mcpwire call runs")
+}
+
+#[test]
+fn call_against_serve_prints_progress_and_the_result_also_through_polling_closes() {
+    for extra in [&[][..], &["--poll-ms", "0", "--retry-ms", "20"][..]] {
+        let server = start(extra);
+        let out = call(&server, &["slow_count", r#"{"n":3,"delay_ms":30}"#]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{extra:?}: {stderr}");
+        assert!(stdout.contains(r#""text":"3""#), "{stdout}");
+        assert_eq!(stderr.matches("progress {").count(), 3, "{stderr}");
+    }
+}
+
+#[test]
+fn call_reports_a_failing_call_with_status_1() {
+    let server = start(&[]);
+    let out = call(&server, &["no_such_tool"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no tool"));
+}

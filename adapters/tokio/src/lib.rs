@@ -6,7 +6,9 @@
 //!
 //! - [`server::McpService`]: the server core ([`mcpwire::server::Server`]) as a tower and
 //!   hyper service; [`server::serve`] accepts on a `TcpListener`.
-//! - [`app`]: a small application layer on it: a handler per request that can send
+//! - [`client::McpClient`]: the client core over hyper's HTTP/1.1 client: `connect`,
+//!   `call`, `notify`, and the server's own messages on a channel.
+//! - [`app`]: a small application layer on the server: a handler per request that can send
 //!   progress and notifications on its stream and sees cancellation, and a typed tool
 //!   table ([`app::Tools`]).
 //! - SSE readers, below.
@@ -42,6 +44,7 @@
 //! ```
 
 pub mod app;
+pub mod client;
 pub mod server;
 
 use std::error::Error;

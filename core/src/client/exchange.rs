@@ -205,16 +205,23 @@ impl Client {
             else {
                 return;
             };
-            let item = match decoder.poll_item() {
+            // The stream's last id moves only when this connection's decoder moved it: a
+            // resumed connection starts with a fresh decoder whose id is empty, and that
+            // emptiness must not erase the id the stream resumes from (RESUME-12).
+            let before = decoder.last_event_id().to_owned();
+            let item = decoder.poll_item();
+            let after = decoder.last_event_id();
+            if after != before
+                && let Some(stream) = self.streams.get_mut(&t)
+            {
+                stream.last_id = after.to_owned();
+            }
+            let item = match item {
                 Ok(Some(item)) => item,
                 Ok(None) => break,
                 // A line or event over the limits was dropped; the rest goes on.
                 Err(_) => continue,
             };
-            let last_id = decoder.last_event_id().to_owned();
-            if let Some(stream) = self.streams.get_mut(&t) {
-                stream.last_id = last_id;
-            }
             match item {
                 Item::Event(event) => {
                     let kind = self.streams.get(&t).map(|s| s.kind);
@@ -233,17 +240,6 @@ impl Client {
                     }
                 }
                 Item::Comment(_) => {}
-            }
-        }
-        // SSE-PARSE-14: an id-only block moves the last event id too.
-        if let Some(Exchange {
-            body: Body::Sse(decoder, _),
-            ..
-        }) = self.exchanges.get(&x)
-        {
-            let last = decoder.last_event_id().to_owned();
-            if let Some(stream) = self.streams.get_mut(&t) {
-                stream.last_id = last;
             }
         }
     }

@@ -1,0 +1,163 @@
+//! `mcpwire call URL TOOL [JSON-ARGS]`: initialize, call one tool, print its progress and
+//! result, end the session. Resumes through disconnects and falls back to the legacy
+//! transport as the client core decides.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mcpwire::client::Config;
+use mcpwire_tokio::client::{McpClient, ServerMessage};
+use serde_json::{Value, json};
+
+use crate::{print_help, usage_error};
+
+/// The usage text.
+pub(crate) const USAGE: &str = "\
+mcpwire call: call one tool of an MCP server and print the result
+
+Usage: mcpwire call [OPTIONS] URL TOOL [JSON-ARGS]
+
+  URL         the server's MCP endpoint, e.g. http://127.0.0.1:8080/mcp
+  TOOL        the tool's name
+  JSON-ARGS   its arguments, a JSON object (default {})
+
+Options:
+  --timeout-ms N   give up after N ms (default 60000)
+  -h, --help       print this help
+
+Prints one line per progress notification on stderr, then the result as JSON on
+stdout. Exit status: 0 success; 1 the call failed; 2 bad usage.
+";
+
+const PROG: &str = "mcpwire call";
+
+struct Options {
+    url: http::Uri,
+    tool: String,
+    args: Value,
+    timeout: Duration,
+}
+
+fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
+    let mut positional = Vec::new();
+    let mut timeout = Duration::from_secs(60);
+    let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--timeout-ms" => {
+                let v = args.next().ok_or("--timeout-ms needs milliseconds")?;
+                let ms: u64 = v
+                    .parse()
+                    .map_err(|_| format!("--timeout-ms: '{v}' is not milliseconds"))?;
+                timeout = Duration::from_millis(ms);
+            }
+            a if a.starts_with("--") => return Err(format!("unknown option '{a}'")),
+            _ => positional.push(arg),
+        }
+    }
+    let [url, tool, rest @ ..] = &positional[..] else {
+        return Err("needs URL and TOOL".into());
+    };
+    let url: http::Uri = url.parse().map_err(|_| format!("'{url}' is not a URL"))?;
+    if url.scheme_str() != Some("http") || url.authority().is_none() {
+        return Err(format!("'{url}' is not an http:// URL"));
+    }
+    let args = match rest {
+        [] => json!({}),
+        [json] => serde_json::from_str(json).map_err(|e| format!("JSON-ARGS: {e}"))?,
+        _ => return Err("too many arguments".into()),
+    };
+    if !args.is_object() {
+        return Err("JSON-ARGS must be a JSON object".into());
+    }
+    Ok(Some(Options {
+        url,
+        tool: tool.clone(),
+        args,
+        timeout,
+    }))
+}
+
+fn os_entropy(dst: &mut [u8]) {
+    getrandom::fill(dst).expect("the operating system's random generator failed");
+}
+
+pub(crate) fn main(args: &[OsString]) -> ExitCode {
+    let options = match parse(args) {
+        Ok(Some(o)) => o,
+        Ok(None) => return print_help(USAGE),
+        Err(message) => return usage_error(PROG, &message, USAGE),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{PROG}: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        match tokio::time::timeout(options.timeout, run(&options)).await {
+            Ok(code) => code,
+            Err(_) => {
+                eprintln!("{PROG}: timed out after {} ms", options.timeout.as_millis());
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+async fn run(options: &Options) -> ExitCode {
+    let config = Config::new(options.url.clone())
+        .with_client_info("mcpwire-call", env!("CARGO_PKG_VERSION"));
+    let (client, mut messages) = match McpClient::connect(config, Box::new(os_entropy)).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{PROG}: cannot connect to {}: {e}", options.url);
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!(
+        "{PROG}: connected ({}, {:?})",
+        client.version(),
+        client.transport()
+    );
+    let printer = tokio::spawn(async move {
+        while let Some(message) = messages.recv().await {
+            if let ServerMessage::Notification(n) = message
+                && n.method() == Some("notifications/progress")
+            {
+                let params = n
+                    .payload()
+                    .map(|p| p.as_str().to_owned())
+                    .unwrap_or_default();
+                eprintln!("{PROG}: progress {params}");
+            }
+        }
+    });
+    let params = json!({
+        "name": options.tool,
+        "arguments": options.args,
+        "_meta": {"progressToken": "mcpwire-call"},
+    });
+    let result = client.call("tools/call", Some(params)).await;
+    client.close().await;
+    printer.abort();
+    match result {
+        Ok(value) => {
+            println!("{value}");
+            if value.get("isError").and_then(Value::as_bool) == Some(true) {
+                return ExitCode::FAILURE;
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{PROG}: the call failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! The client side: [`McpClient`], the client core ([`mcpwire::client::Client`]) driven
+//! over hyper's HTTP/1.1 client, one connection per exchange.
+//!
+//! One driver task owns the core: it sends the core's requests, feeds it their response
+//! heads, bodies and failures, sleeps until its deadline, and turns its events into
+//! answers for [`McpClient::call`] and messages on the receiver [`McpClient::connect`]
+//! returns. Resumes, re-initialization and the legacy fallback happen inside the core.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use mcpwire::Entropy;
+use mcpwire::ProtocolVersion;
+use mcpwire::client::{Client, Config, Event, ExchangeId, RequestError, Transmit, Transport};
+use mcpwire::jsonrpc::{Envelope, RawJson, RequestId};
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// Why a call got no result.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The server answered with a JSON-RPC error.
+    Rpc {
+        /// The code.
+        code: i64,
+        /// The message.
+        message: String,
+    },
+    /// No answer (a lost stream, an expired session, a timeout, …).
+    Request(RequestError),
+    /// The client is not connected or was closed.
+    Closed,
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Rpc { code, message } => write!(f, "error {code}: {message}"),
+            Self::Request(e) => e.fmt(f),
+            Self::Closed => f.write_str("the client is closed"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// A message the server sent on its own: a notification or a server→client request
+/// (answer it with [`McpClient::respond`]).
+#[derive(Debug)]
+pub enum ServerMessage {
+    /// A notification (progress, logging, list changes, …).
+    Notification(Envelope),
+    /// A request.
+    Request(Envelope),
+}
+
+type Waiter = oneshot::Sender<Result<Envelope, CallError>>;
+
+struct Shared {
+    core: Mutex<Client>,
+    wake: Notify,
+    waiters: Mutex<HashMap<RequestId, Waiter>>,
+}
+
+impl Shared {
+    fn with<R>(&self, f: impl FnOnce(&mut Client, Instant) -> R) -> R {
+        let r = f(
+            &mut self.core.lock().unwrap_or_else(|p| p.into_inner()),
+            Instant::now(),
+        );
+        self.wake.notify_one();
+        r
+    }
+}
+
+/// A connected MCP client. Clone it freely; dropping the last clone stops its driver.
+#[derive(Clone)]
+pub struct McpClient {
+    shared: Arc<Shared>,
+    _driver: Arc<DriverGuard>,
+    version: ProtocolVersion,
+    transport: Transport,
+}
+
+struct DriverGuard(JoinHandle<()>);
+
+impl Drop for DriverGuard {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("version", &self.version)
+            .field("transport", &self.transport)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpClient {
+    /// Connects: runs the handshake (with the legacy fallback when the server needs it)
+    /// and returns the client and the server's own messages.
+    ///
+    /// # Errors
+    /// The handshake's [`RequestError`] (refused, unauthorized, timed out, …).
+    pub async fn connect(
+        config: Config,
+        entropy: Box<dyn Entropy + Send>,
+    ) -> Result<(Self, mpsc::UnboundedReceiver<ServerMessage>), RequestError> {
+        let shared = Arc::new(Shared {
+            core: Mutex::new(Client::new(config, entropy)),
+            wake: Notify::new(),
+            waiters: Mutex::new(HashMap::new()),
+        });
+        let (messages, rx) = mpsc::unbounded_channel();
+        let (connected_tx, connected_rx) = oneshot::channel();
+        shared.with(|c, now| c.connect(now));
+        let driver = tokio::spawn(drive(Arc::clone(&shared), messages, connected_tx));
+        let driver = Arc::new(DriverGuard(driver));
+        match connected_rx.await {
+            Ok(Ok((version, transport))) => Ok((
+                Self {
+                    shared,
+                    _driver: driver,
+                    version,
+                    transport,
+                },
+                rx,
+            )),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(RequestError::Closed),
+        }
+    }
+
+    /// The negotiated revision.
+    pub fn version(&self) -> ProtocolVersion {
+        self.version
+    }
+
+    /// The transport in use.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// Sends a request and waits for its result.
+    ///
+    /// # Errors
+    /// [`CallError`].
+    pub async fn call(&self, method: &str, params: Option<Value>) -> Result<Value, CallError> {
+        let text = params.map(|p| p.to_string());
+        let raw = match &text {
+            Some(t) => Some(RawJson::new(t).map_err(|_| CallError::Closed)?),
+            None => None,
+        };
+        let (tx, rx) = oneshot::channel();
+        let id = self.shared.with(|c, now| {
+            let id = c
+                .request(now, method, raw.as_ref().map(|r| r as _), None)
+                .map_err(|_| CallError::Closed)?;
+            self.shared
+                .waiters
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id.clone(), tx);
+            Ok::<_, CallError>(id)
+        })?;
+        let _ = id;
+        let envelope = rx.await.map_err(|_| CallError::Closed)??;
+        let value: Value =
+            serde_json::from_str(envelope.text().as_str()).map_err(|_| CallError::Closed)?;
+        if let Some(error) = value.get("error") {
+            return Err(CallError::Rpc {
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+            });
+        }
+        Ok(value.get("result").cloned().unwrap_or(Value::Null))
+    }
+
+    /// Sends a notification.
+    ///
+    /// # Errors
+    /// [`CallError::Closed`].
+    pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), CallError> {
+        let text = params.map(|p| p.to_string());
+        let raw = match &text {
+            Some(t) => Some(RawJson::new(t).map_err(|_| CallError::Closed)?),
+            None => None,
+        };
+        self.shared
+            .with(|c, now| c.notify(now, method, raw.as_ref().map(|r| r as _)))
+            .map_err(|_| CallError::Closed)
+    }
+
+    /// Answers a server→client request.
+    ///
+    /// # Errors
+    /// [`CallError::Closed`].
+    pub fn respond(&self, id: &RequestId, result: Value) -> Result<(), CallError> {
+        let text = result.to_string();
+        let raw = RawJson::new(&text).map_err(|_| CallError::Closed)?;
+        self.shared
+            .with(|c, now| c.respond(now, id, &raw))
+            .map_err(|_| CallError::Closed)
+    }
+
+    /// Ends the session (DELETE) and waits, briefly, for the driver to finish.
+    pub async fn close(self) {
+        self.shared.with(|c, now| c.close(now));
+        let deadline = tokio::time::sleep(std::time::Duration::from_secs(2));
+        tokio::pin!(deadline);
+        loop {
+            let idle = self.shared.core.lock().map(|c| c.is_idle()).unwrap_or(true);
+            if idle {
+                return;
+            }
+            tokio::select! {
+                () = &mut deadline => return,
+                () = tokio::time::sleep(std::time::Duration::from_millis(5)) => {}
+            }
+        }
+    }
+}
+
+/// What the driver's exchange tasks report.
+enum Report {
+    Head(ExchangeId, http::response::Parts),
+    Body(ExchangeId, Bytes),
+    End(ExchangeId),
+    Failed(ExchangeId),
+}
+
+type Connected = oneshot::Sender<Result<(ProtocolVersion, Transport), RequestError>>;
+
+async fn drive(
+    shared: Arc<Shared>,
+    messages: mpsc::UnboundedSender<ServerMessage>,
+    connected: Connected,
+) {
+    let mut connected = Some(connected);
+    let (reports_tx, mut reports) = mpsc::unbounded_channel::<Report>();
+    let mut tasks: HashMap<ExchangeId, JoinHandle<()>> = HashMap::new();
+    loop {
+        // Hand out everything the core has.
+        let (transmits, events, deadline) = {
+            let mut core = shared.core.lock().unwrap_or_else(|p| p.into_inner());
+            let transmits: Vec<Transmit> = std::iter::from_fn(|| core.poll_transmit()).collect();
+            let events: Vec<Event> = std::iter::from_fn(|| core.poll_event()).collect();
+            (transmits, events, core.poll_timeout())
+        };
+        for t in transmits {
+            match t {
+                Transmit::Request {
+                    exchange,
+                    head,
+                    body,
+                } => {
+                    let task =
+                        tokio::spawn(exchange_task(exchange, head, body, reports_tx.clone()));
+                    tasks.insert(exchange, task);
+                }
+                Transmit::Abort(x) => {
+                    if let Some(task) = tasks.remove(&x) {
+                        task.abort();
+                    }
+                }
+            }
+        }
+        for event in events {
+            match event {
+                Event::Connected {
+                    version, transport, ..
+                } => {
+                    if let Some(tx) = connected.take() {
+                        let _ = tx.send(Ok((version, transport)));
+                    }
+                }
+                Event::ConnectFailed(e) => {
+                    if let Some(tx) = connected.take() {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+                Event::Response(m) => {
+                    let waiter = m.id().and_then(|id| shared.waiters.lock().ok()?.remove(id));
+                    if let Some(tx) = waiter {
+                        let _ = tx.send(Ok(m));
+                    }
+                }
+                Event::Failed { id, error } => {
+                    let waiter = shared.waiters.lock().ok().and_then(|mut w| w.remove(&id));
+                    if let Some(tx) = waiter {
+                        let _ = tx.send(Err(CallError::Request(error)));
+                    }
+                }
+                Event::Notification(m) => {
+                    let _ = messages.send(ServerMessage::Notification(m));
+                }
+                Event::Request(m) => {
+                    let _ = messages.send(ServerMessage::Request(m));
+                }
+                Event::Closed => {
+                    if let Ok(mut w) = shared.waiters.lock() {
+                        for (_, tx) in w.drain() {
+                            let _ = tx.send(Err(CallError::Closed));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let sleep = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = sleep => shared.with(|c, now| c.handle_timeout(now)),
+            () = shared.wake.notified() => {}
+            Some(report) = reports.recv() => {
+                let mut core = shared.core.lock().unwrap_or_else(|p| p.into_inner());
+                let now = Instant::now();
+                match report {
+                    Report::Head(x, head) => core.handle_head(now, x, head),
+                    Report::Body(x, bytes) => core.handle_body(now, x, bytes),
+                    Report::End(x) => {
+                        tasks.remove(&x);
+                        core.handle_body_end(now, x);
+                    }
+                    Report::Failed(x) => {
+                        tasks.remove(&x);
+                        core.handle_failure(now, x);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One HTTP exchange on its own connection.
+async fn exchange_task(
+    x: ExchangeId,
+    head: http::request::Parts,
+    body: Bytes,
+    reports: mpsc::UnboundedSender<Report>,
+) {
+    let failed = |reports: &mpsc::UnboundedSender<Report>| {
+        let _ = reports.send(Report::Failed(x));
+    };
+    let Some(authority) = head.uri.authority().cloned() else {
+        return failed(&reports);
+    };
+    let port = authority.port_u16().unwrap_or(80);
+    let Ok(stream) = tokio::net::TcpStream::connect((authority.host(), port)).await else {
+        return failed(&reports);
+    };
+    let _ = stream.set_nodelay(true);
+    let Ok((mut send, conn)) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await
+    else {
+        return failed(&reports);
+    };
+    tokio::spawn(conn);
+    let mut head = head;
+    // HTTP/1.1 requests carry the path, not the absolute URI.
+    if let Some(pq) = head.uri.path_and_query().cloned() {
+        head.uri = http::Uri::from(pq);
+    }
+    let request = http::Request::from_parts(head, Full::new(body));
+    let Ok(response) = send.send_request(request).await else {
+        return failed(&reports);
+    };
+    let (parts, mut body) = response.into_parts();
+    let _ = reports.send(Report::Head(x, parts));
+    loop {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    let _ = reports.send(Report::Body(x, data));
+                }
+            }
+            Some(Err(_)) => return failed(&reports),
+            None => {
+                let _ = reports.send(Report::End(x));
+                return;
+            }
+        }
+    }
+}
