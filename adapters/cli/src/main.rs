@@ -32,7 +32,8 @@ Options:
   -h, --help                print this help
   -V, --version             print the version
 
-Run `mcpwire <COMMAND> --help` for each command's options.
+Run `mcpwire <COMMAND> --help` (`mcpwire serve --help`, `mcpwire call --help`,
+`mcpwire decode --help`) for each command's options.
 ";
 
 /// Exit status for bad usage (1 is for failures of the work itself).
