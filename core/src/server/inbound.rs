@@ -526,7 +526,6 @@ impl Server {
         };
         let scope = session.unwrap_or(x);
         let mut immediate = Vec::new();
-        let mut owed = 0;
         for item in items {
             let message = match item {
                 Ok(m) => m,
@@ -542,9 +541,8 @@ impl Server {
             };
             match message.kind() {
                 Kind::Request => {
-                    match self.open_request(x, session, scope, version, era, message) {
-                        Ok(()) => owed += 1,
-                        Err(body) => immediate.push(body),
+                    if let Err(body) = self.open_request(x, session, scope, version, era, message) {
+                        immediate.push(body);
                     }
                 }
                 Kind::Notification => self.notification(now, session, scope, message),
@@ -553,6 +551,8 @@ impl Server {
         }
         let e = self.exchanges.get_mut(&x).expect("exchange exists");
         e.batch = batch;
+        // The requests still open: one the same batch cancelled was settled already.
+        let owed = e.requests.len();
         if owed == 0 && immediate.is_empty() {
             // HTTP-POST-5: only notifications and responses.
             let head = empty_head(StatusCode::ACCEPTED);
