@@ -9,9 +9,13 @@
 //! - [`alloc`]: a counting global allocator for the allocation tests.
 //! - [`server`]: a driver for `mcpwire::server::Server` on a virtual clock, for the
 //!   server's requirement tests, properties and fuzz target.
+//! - [`server_ops`]: an op model of a server's life (client moves, time, the
+//!   application's sends) built from bytes, run with every invariant checked after each
+//!   op; shared by the `server_props` proptest and the `server_requests` fuzz target.
 
 pub mod alloc;
 pub mod server;
+pub mod server_ops;
 
 /// Spec-literal oracles: naive transcriptions of the specifications the core implements.
 pub mod reference {
