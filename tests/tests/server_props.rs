@@ -114,7 +114,10 @@ fn batch_3_a_batch_that_cancels_its_own_request_is_answered_for_the_rest() {
     h.answer(&request, "{}");
     let reply = h.reply(x);
     assert_eq!(reply.status(), 200);
-    assert_eq!(reply.json(), serde_json::json!([{"jsonrpc":"2.0","id":3,"result":{}}]));
+    assert_eq!(
+        reply.json(),
+        serde_json::json!([{"jsonrpc":"2.0","id":3,"result":{}}])
+    );
 }
 
 /// Found by the op model: an answer to a request whose SSE stream was not resumable and
