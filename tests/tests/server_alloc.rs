@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mcpwire::jsonrpc::RawJson;
-use mcpwire::server::{Config, Event, ExchangeId, ResponseMode, Server, Transmit};
+use mcpwire::server::{Config, Event, ResponseMode, Server};
 use mcpwire_tests::alloc::{Counting, Meter};
-use mcpwire_tests::server::{ACCEPT_BOTH, Harness, counter_entropy};
+use mcpwire_tests::server::{call_core, counter_entropy, initialize_core, post_head};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -26,10 +26,6 @@ const V3: &str = "2025-11-25";
 const CALL: &str =
     r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#;
 const RESULT: &str = r#"{"content":[{"type":"text","text":"hi"}]}"#;
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-const INIT_RESULT: &str =
-    r#"{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"h","version":"1"}}"#;
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 /// The allocations of one JSON-mode `tools/call` round trip in the steady state:
 ///
@@ -62,93 +58,23 @@ const ROUND_TRIP_ALLOCATIONS: usize = 14;
 /// The most live heap one idle initialized session may hold (the issue's bound).
 const IDLE_SESSION_MAX_BYTES: isize = 1024;
 
-fn head(headers: &[(&str, &str)]) -> http::request::Parts {
-    let mut all = vec![
-        ("accept", ACCEPT_BOTH),
-        ("content-type", "application/json"),
-    ];
-    all.extend_from_slice(headers);
-    Harness::head("POST", "/mcp", &all)
-}
-
-/// Takes every transmit of `x` and drops it; returns the status and whether `End` came.
-fn take_all(server: &mut Server, x: ExchangeId) -> (u16, bool) {
-    let mut status = 0;
-    let mut ended = false;
-    while let Some(ready) = server.poll_ready() {
-        assert_eq!(ready, x, "only the exchange under test writes");
-        while let Some(t) = server.poll_transmit(x) {
-            match t {
-                Transmit::Head(h) => status = h.status.as_u16(),
-                Transmit::Data(_) => {}
-                Transmit::End => ended = true,
-            }
-        }
-    }
-    (status, ended)
-}
-
-/// One `tools/call`: head, body, end, the request, its answer, every transmit to `End`.
-fn round_trip(server: &mut Server, now: Instant, head: http::request::Parts, result: &RawJson) {
-    let x = server.handle_head(now, head);
-    server.handle_body(now, x, Bytes::from_static(CALL.as_bytes()));
-    server.handle_body_end(now, x);
-    let Some(Event::Request(request)) = server.poll_event() else {
-        panic!("the call reaches the application");
-    };
-    server.respond(now, request.handle(), result).unwrap();
-    assert_eq!(take_all(server, x), (200, true));
-    assert!(server.poll_event().is_none());
-}
-
-/// Initializes one session (initialize answered, then `notifications/initialized`);
-/// returns its `Mcp-Session-Id`.
-fn initialize(server: &mut Server, now: Instant) -> String {
-    let x = server.handle_head(now, head(&[]));
-    server.handle_body(now, x, Bytes::from_static(INITIALIZE.as_bytes()));
-    server.handle_body_end(now, x);
-    let Some(Event::Request(init)) = server.poll_event() else {
-        panic!("initialize reaches the application");
-    };
-    let result = RawJson::new(INIT_RESULT).unwrap();
-    server.respond(now, init.handle(), &result).unwrap();
-    let mut id = None;
-    while let Some(t) = server.poll_transmit(x) {
-        if let Transmit::Head(h) = t {
-            id = h.headers["mcp-session-id"].to_str().ok().map(str::to_owned);
-        }
-    }
-    while server.poll_ready().is_some() {}
-    let id = id.expect("a session id");
-    let n = server.handle_head(
-        now,
-        head(&[("mcp-session-id", &id), ("mcp-protocol-version", V3)]),
-    );
-    server.handle_body(now, n, Bytes::from_static(INITIALIZED.as_bytes()));
-    server.handle_body_end(now, n);
-    assert_eq!(take_all(server, n), (202, true));
-    assert!(matches!(
-        server.poll_event(),
-        Some(Event::Notification { .. })
-    ));
-    id
-}
-
 fn json_round_trip_allocations(mode: ResponseMode) {
     let now = Instant::now();
     let mut server = Server::new(Config::new().with_response_mode(mode), counter_entropy(1));
-    let id = initialize(&mut server, now);
-    let call_head = head(&[("mcp-session-id", &id), ("mcp-protocol-version", V3)]);
+    let id = initialize_core(&mut server, now, V3);
+    let call_head = post_head(&[("mcp-session-id", &id), ("mcp-protocol-version", V3)]);
     let result = RawJson::new(RESULT).unwrap();
+    let call = || Bytes::from_static(CALL.as_bytes());
     // Warm up: the server's maps, ready queue and event queue reach their steady size.
     for _ in 0..2 {
-        round_trip(&mut server, now, call_head.clone(), &result);
+        call_core(&mut server, now, call_head.clone(), call(), &result);
     }
     for round in 0..100 {
         let before_head = Meter::start();
         let head = call_head.clone();
         let meter = Meter::start();
-        round_trip(&mut server, now, head, &result);
+        call_core(&mut server, now, head, call(), &result);
+        assert!(server.poll_event().is_none());
         assert_eq!(
             meter.allocations(),
             ROUND_TRIP_ALLOCATIONS,
@@ -179,7 +105,7 @@ fn an_auto_mode_call_answered_at_once_allocates_as_json_mode() {
 fn sessions_then_expiry(server: &mut Server, now: &mut Instant, n: usize) -> (isize, isize) {
     let meter = Meter::start();
     for _ in 0..n {
-        drop(initialize(server, *now));
+        drop(initialize_core(server, *now, V3));
     }
     assert_eq!(server.session_count(), n);
     let idle = meter.live_growth();
