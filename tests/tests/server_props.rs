@@ -2,7 +2,8 @@
 //! (`mcpwire_tests::server_ops`, the model the `server_requests` fuzz target runs too): it
 //! never panics, keeps every exchange's transmits in order, never writes a message of one
 //! session on another session's exchange (RESUME-6, §14.3), and holds no state once every
-//! session has expired (SESSION-7). Then the regressions the model found, as plain tests.
+//! session has expired (SESSION-7). Then the fuzz target's seeds, and the regressions the
+//! model found, as plain tests.
 
 use mcpwire::jsonrpc::RawJson;
 use mcpwire::server::{Config, Delivery, Event, ResponseMode, SessionMode};
@@ -78,6 +79,30 @@ fn server_ops_reach_sessions_streams_resumes_and_expiry() {
     for status in [200, 202, 400, 403, 404, 405, 406, 409, 413, 503] {
         assert!(c.statuses.contains_key(&status), "no {status}: {c:?}");
     }
+}
+
+/// The `server_requests` fuzz target's committed seeds run clean here too (a crash file
+/// copied to `fuzz/corpus/server_requests/seed-…` becomes a test this way).
+#[test]
+fn server_requests_seeds_run_clean() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/server_requests");
+    let mut seeds = 0;
+    for entry in std::fs::read_dir(&dir).expect("the seed corpus") {
+        let path = entry.expect("a directory entry").path();
+        if !path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("seed-"))
+        {
+            continue;
+        }
+        let data = std::fs::read(&path).expect("a seed");
+        if let Err(e) = server_ops::run_bytes(&data) {
+            panic!("{}: {e}", path.display());
+        }
+        seeds += 1;
+    }
+    assert!(seeds >= 5, "{seeds} seeds in {}", dir.display());
 }
 
 /// Found by the op model: a batch holding a request and its own cancellation. The
