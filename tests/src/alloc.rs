@@ -95,6 +95,12 @@ impl Meter {
         ALLOCATIONS.with(Cell::get) - self.allocations
     }
 
+    /// The live heap now, above (or below) the live heap at `start`: what was allocated
+    /// since and is still held.
+    pub fn live_growth(&self) -> isize {
+        LIVE.with(Cell::get) - self.live
+    }
+
     /// The highest live heap since `start`, above the live heap at `start`.
     pub fn peak_growth(&self) -> isize {
         PEAK.with(Cell::get) - self.live

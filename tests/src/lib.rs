@@ -11,10 +11,14 @@
 //!   server's requirement tests, properties and fuzz target.
 //! - [`pair`]: a `Client` and a `Server` joined in memory on one virtual clock, for the
 //!   client's requirement tests.
+//! - [`server_ops`]: an op model of a server's life (client moves, time, the
+//!   application's sends) built from bytes, run with every invariant checked after each
+//!   op; shared by the `server_props` proptest and the `server_requests` fuzz target.
 
 pub mod alloc;
 pub mod pair;
 pub mod server;
+pub mod server_ops;
 
 /// Spec-literal oracles: naive transcriptions of the specifications the core implements.
 pub mod reference {

@@ -138,17 +138,14 @@ impl Harness {
     /// POSTs `body` to `/mcp` with the conforming headers, the session id and version
     /// given.
     pub fn post(&mut self, session: Option<&str>, version: Option<&str>, body: &str) -> ExchangeId {
-        let mut headers = vec![
-            ("accept", ACCEPT_BOTH),
-            ("content-type", "application/json"),
-        ];
+        let mut headers = Vec::new();
         if let Some(s) = session {
             headers.push(("mcp-session-id", s));
         }
         if let Some(v) = version {
             headers.push(("mcp-protocol-version", v));
         }
-        self.send(Self::head("POST", "/mcp", &headers), Some(body))
+        self.send(post_head(&headers), Some(body))
     }
 
     /// GETs `/mcp` with the session, and `Last-Event-ID` if given.
@@ -263,3 +260,113 @@ impl Harness {
 
 /// A short pause for tests that need time to pass.
 pub const TICK: Duration = Duration::from_millis(10);
+
+/// A POST head to `/mcp` with a loopback `Host`, the conforming `Accept` and
+/// `Content-Type`, and `headers`.
+pub fn post_head(headers: &[(&str, &str)]) -> http::request::Parts {
+    let mut all = vec![
+        ("accept", ACCEPT_BOTH),
+        ("content-type", "application/json"),
+    ];
+    all.extend_from_slice(headers);
+    Harness::head("POST", "/mcp", &all)
+}
+
+/// What [`take_transmits`] took.
+#[derive(Debug, Default)]
+pub struct Taken {
+    /// The last head taken (moved, not copied: taking it allocates nothing).
+    pub head: Option<http::response::Parts>,
+    /// Body bytes taken.
+    pub body_len: usize,
+    /// `End`s taken.
+    pub ends: usize,
+}
+
+impl Taken {
+    /// The status of the last head taken.
+    pub fn status(&self) -> Option<u16> {
+        self.head.as_ref().map(|h| h.status.as_u16())
+    }
+}
+
+/// Takes every transmit the server has and drops it, as a driver that wrote it would,
+/// keeping nothing but counts (for the allocation tests and benches, which must not hold
+/// what they measure).
+pub fn take_transmits(server: &mut Server) -> Taken {
+    let mut taken = Taken::default();
+    while let Some(x) = server.poll_ready() {
+        while let Some(t) = server.poll_transmit(x) {
+            match t {
+                Transmit::Head(head) => taken.head = Some(head),
+                Transmit::Data(bytes) => taken.body_len += bytes.len(),
+                Transmit::End => taken.ends += 1,
+            }
+        }
+    }
+    taken
+}
+
+/// Opens a session at `version` through the core alone, keeping nothing (unlike
+/// [`Harness::initialize`]): `initialize` answered with a minimal result, then
+/// `notifications/initialized`. Returns the `Mcp-Session-Id`.
+pub fn initialize_core(server: &mut Server, now: Instant, version: &str) -> String {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{version}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    );
+    let result = format!(
+        r#"{{"protocolVersion":"{version}","capabilities":{{}},"serverInfo":{{"name":"h","version":"1"}}}}"#
+    );
+    let result = mcpwire::jsonrpc::RawJson::new(&result).expect("valid JSON");
+    let taken = call_core(server, now, post_head(&[]), Bytes::from(body), &result);
+    let id = taken
+        .head
+        .and_then(|h| {
+            h.headers
+                .get("mcp-session-id")?
+                .to_str()
+                .ok()
+                .map(str::to_owned)
+        })
+        .expect("Mcp-Session-Id on the initialize response");
+    let x = server.handle_head(
+        now,
+        post_head(&[("mcp-session-id", &id), ("mcp-protocol-version", version)]),
+    );
+    server.handle_body(
+        now,
+        x,
+        Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+    );
+    server.handle_body_end(now, x);
+    assert_eq!(take_transmits(server).status(), Some(202));
+    match server.poll_event() {
+        Some(Event::Notification { .. }) => {}
+        other => panic!("notifications/initialized reaches the application: {other:?}"),
+    }
+    id
+}
+
+/// One request through the core alone: its head, `body` in one chunk, the body's end, the
+/// [`Event::Request`] it makes, `respond` with `result`, and every transmit to `End`
+/// (dropped as taken). Panics unless the response ended with 200.
+pub fn call_core(
+    server: &mut Server,
+    now: Instant,
+    head: http::request::Parts,
+    body: Bytes,
+    result: &dyn mcpwire::jsonrpc::ToJson,
+) -> Taken {
+    let x = server.handle_head(now, head);
+    server.handle_body(now, x, body);
+    server.handle_body_end(now, x);
+    let Some(Event::Request(request)) = server.poll_event() else {
+        panic!("the request reaches the application");
+    };
+    server
+        .respond(now, request.handle(), result)
+        .expect("answered");
+    let taken = take_transmits(server);
+    assert_eq!((taken.status(), taken.ends), (Some(200), 1), "{taken:?}");
+    taken
+}

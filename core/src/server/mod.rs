@@ -112,6 +112,10 @@ use crate::jsonrpc::{Classifier, Pending, RequestId};
 use crate::resume::{Epoch, EventStore, MemoryStore};
 use state::{Exchange, OpenRequest, Session, Stream, Timer};
 
+/// The event queue capacity kept once it drains: enough for the usual few events per
+/// input, so only a burst beyond it is allocated again.
+const EVENTS_KEPT: usize = 64;
+
 /// The authorization hook: sees every request head, and refuses with a [`Refusal`].
 pub type Authorizer = Box<dyn FnMut(&http::request::Parts) -> Result<(), Refusal> + Send>;
 
@@ -267,7 +271,12 @@ impl Server {
     /// The next event for the application.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        let event = self.events.pop_front();
+        if event.is_none() && self.events.capacity() > EVENTS_KEPT {
+            // A burst (10,000 sessions expiring at once) is not kept as capacity.
+            self.events.shrink_to(EVENTS_KEPT);
+        }
+        event
     }
 
     /// The next deadline: a heartbeat, a polling close, a session's idle expiry, a

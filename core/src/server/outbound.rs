@@ -205,7 +205,10 @@ impl Server {
                 .get(x)
                 .is_some_and(|e| e.phase == Phase::Awaiting)
         });
-        let delivery = match (req.stream, awaiting) {
+        // A stream that went with its connection (not resumable) takes nothing: the
+        // answer is dropped and the request settled, not left open.
+        let stream = req.stream.filter(|t| self.streams.contains_key(t));
+        let delivery = match (stream, awaiting) {
             (Some(t), _) => self.emit(now, Route::Stream(t), message)?,
             (None, Some(x)) => {
                 let mut body = BytesMut::new();
@@ -390,6 +393,8 @@ impl Server {
         if let Some(x) = req.exchange
             && let Some(e) = self.exchanges.get_mut(&x)
             && e.phase == Phase::Awaiting
+            // 0 while its body is being dispatched: `dispatch` counts what is owed after.
+            && e.json_owed > 0
         {
             e.json_owed -= 1;
             if e.json_owed == 0 {

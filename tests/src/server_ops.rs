@@ -1,0 +1,1761 @@
+//! An op model of a [`Server`]'s life, shared by the `server_props` proptest and the
+//! `server_requests` fuzz target: both turn bytes into a [`Setup`] and a list of [`Op`]s
+//! ([`scenario`]) and [`run`] them, so a failing fuzz input replays as a test.
+//!
+//! An [`Op`] is a client's move (a request head with chosen headers, a body chunk, the
+//! body's end, a disconnect), a step of the virtual clock, or the application's move
+//! (answer, notify, send a request, close a session). References to things that exist
+//! only at run time (exchanges, sessions, session ids and event ids seen on the wire,
+//! requests handed to the application, ids of server→client requests) are indexes,
+//! resolved modulo what exists then, so every op list runs.
+//!
+//! The application tags every message it sends with the session it believes the message
+//! belongs to: `{"s":"<Mcp-Session-Id>"}` as the result, error data or params (on a
+//! stateless server, `"x<exchange>"` for the exchange whose body carried the request).
+//! [`run`] checks after every op:
+//!
+//! - per exchange, one `Head`, then `Data`, then `End`, nothing after `End` or after a
+//!   disconnect, and no exchange the driver never opened;
+//! - every message on an exchange carries only the tag of the session that exchange was
+//!   admitted to (its request's `Mcp-Session-Id`, the one its response head names, or the
+//!   legacy `endpoint` event's), so no frame of one session reaches another; a response
+//!   head never names a session other than the one the request did;
+//! - SSE bodies decode cleanly, every `Data` is whole frames, event data is JSON, and the
+//!   ids of one ring on one connection increase (after the `Last-Event-ID` on a resume);
+//!   JSON bodies parse and match their `Content-Length`; no `Data` is empty (an empty
+//!   chunk ends a chunked HTTP/1.1 body);
+//! - events agree with the application's view: a client's response completes only a
+//!   request sent to its own session, a cancellation names an open request, a session
+//!   closes once, and a send to an answered request or a closed session is refused;
+//! - after `handle_timeout(now)`, no deadline is left at or before `now`;
+//! - at the end, once every exchange is disconnected, every deadline has passed and the
+//!   application has answered what it still holds, [`Server::is_idle`] is true.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use arbitrary::Unstructured;
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method};
+use mcpwire::jsonrpc::{ErrorCode, RawJson, RequestId};
+use mcpwire::resume::{EventId, RingLimits, StoreLimits};
+use mcpwire::server::{
+    CloseReason, Config, Event, ExchangeId, LegacyPaths, RequestHandle, ResponseMode, SendError,
+    Server, SessionId, SessionMode, Target, Transmit,
+};
+use mcpwire::sse::{Decoder, Item, Limits};
+
+use crate::server::counter_entropy;
+
+/// The most ops [`scenario`] makes from one input, so one fuzz input stays fast.
+pub const MAX_OPS: usize = 256;
+
+/// The versions a head or an `initialize` may name: the served ones, the sessionless
+/// revision, and two that are not versions.
+const VERSIONS: [&str; 7] = [
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+    "2026-07-28",
+    "2099-01-01",
+    "not-a-version",
+];
+
+/// The server configuration of one run, as the choices the model needs to know.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Setup {
+    /// [`Config::with_response_mode`].
+    pub response: ResponseMode,
+    /// [`SessionMode::Stateless`] when set.
+    pub stateless: bool,
+    /// Serve the legacy HTTP+SSE paths (`/sse`, `/messages`).
+    pub legacy: bool,
+    /// [`Config::with_get_stream`].
+    pub get_stream: bool,
+    /// [`Config::with_delete`].
+    pub delete: bool,
+    /// [`Config::with_polling`].
+    pub polling: Option<Duration>,
+    /// [`Config::with_heartbeat`].
+    pub heartbeat: Option<Duration>,
+    /// [`Config::with_max_sessions`].
+    pub max_sessions: usize,
+    /// [`Config::with_max_body`].
+    pub max_body: usize,
+    /// [`Config::with_max_backlog`].
+    pub max_backlog: usize,
+    /// [`Config::with_max_unsent`].
+    pub max_unsent: usize,
+    /// [`Config::with_max_requests_per_session`].
+    pub max_requests_per_session: usize,
+    /// [`Config::with_max_server_requests`].
+    pub max_server_requests: usize,
+    /// [`Config::with_session_idle`].
+    pub session_idle: Duration,
+    /// [`Config::with_linger`].
+    pub linger: Duration,
+    /// Each ring's [`RingLimits::with_max_events`].
+    pub ring_events: usize,
+    /// The store's [`StoreLimits::with_max_rings`].
+    pub max_rings: usize,
+    /// The seed of the session id entropy.
+    pub seed: u64,
+}
+
+impl Default for Setup {
+    /// The defaults of [`Config::new`], with a 60 s idle time and a 10 s linger so that
+    /// short runs reach them.
+    fn default() -> Self {
+        Self {
+            response: ResponseMode::Auto,
+            stateless: false,
+            legacy: true,
+            get_stream: true,
+            delete: true,
+            polling: None,
+            heartbeat: Some(Duration::from_secs(15)),
+            max_sessions: 10_000,
+            max_body: 4 << 20,
+            max_backlog: 256,
+            max_unsent: 4 << 20,
+            max_requests_per_session: 1024,
+            max_server_requests: 4096,
+            session_idle: Duration::from_secs(60),
+            linger: Duration::from_secs(10),
+            ring_events: 1024,
+            max_rings: 1024,
+            seed: 1,
+        }
+    }
+}
+
+impl Setup {
+    /// The server configuration.
+    pub fn config(&self) -> Config {
+        Config::new()
+            .with_response_mode(self.response)
+            .with_sessions(if self.stateless {
+                SessionMode::Stateless
+            } else {
+                SessionMode::Stateful
+            })
+            .with_legacy(self.legacy.then(LegacyPaths::default))
+            .with_get_stream(self.get_stream)
+            .with_delete(self.delete)
+            .with_polling(self.polling)
+            .with_heartbeat(self.heartbeat)
+            .with_max_sessions(self.max_sessions)
+            .with_max_body(self.max_body)
+            .with_max_backlog(self.max_backlog)
+            .with_max_unsent(self.max_unsent)
+            .with_max_requests_per_session(self.max_requests_per_session)
+            .with_max_server_requests(self.max_server_requests)
+            .with_session_idle(self.session_idle)
+            .with_linger(self.linger)
+            .with_store_limits(
+                StoreLimits::new()
+                    .with_max_rings(self.max_rings)
+                    .with_ring(RingLimits::new().with_max_events(self.ring_events)),
+            )
+    }
+
+    /// A setup chosen by `u`: mostly defaults, with small bounds often enough that
+    /// every limit is reached.
+    pub fn from_bytes(u: &mut Unstructured<'_>) -> Self {
+        let d = Self::default();
+        let flags = byte(u);
+        let limits = byte(u);
+        Self {
+            response: [ResponseMode::Auto, ResponseMode::Json, ResponseMode::Sse][below(u, 3)],
+            stateless: flags & 7 == 0,
+            legacy: flags & 8 != 0,
+            get_stream: flags & 0x30 != 0,
+            delete: flags & 0xc0 != 0,
+            polling: [
+                None,
+                None,
+                Some(Duration::ZERO),
+                Some(Duration::from_secs(2)),
+            ][below(u, 4)],
+            heartbeat: [d.heartbeat, Some(Duration::from_secs(1)), None][below(u, 3)],
+            max_sessions: if limits & 1 != 0 { 2 } else { d.max_sessions },
+            max_body: if limits & 2 != 0 { 200 } else { d.max_body },
+            max_backlog: if limits & 4 != 0 { 2 } else { d.max_backlog },
+            max_unsent: if limits & 8 != 0 { 300 } else { d.max_unsent },
+            max_requests_per_session: if limits & 16 != 0 { 2 } else { 1024 },
+            max_server_requests: if limits & 32 != 0 { 2 } else { 4096 },
+            session_idle: [d.session_idle, Duration::from_secs(5)][below(u, 2)],
+            linger: [d.linger, Duration::ZERO][below(u, 2)],
+            ring_events: if limits & 64 != 0 { 2 } else { d.ring_events },
+            max_rings: if limits & 128 != 0 { 3 } else { d.max_rings },
+            seed: u64::from(byte(u)),
+        }
+    }
+}
+
+/// One move of the client, the clock or the application.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Op {
+    /// A request head arrives: a new exchange.
+    Open(Head),
+    /// A body chunk for an exchange: `payload` rendered now, fed in pieces cut at
+    /// `splits` (offsets modulo its length), one `handle_body` each.
+    Body {
+        /// Which exchange.
+        exchange: Pick,
+        /// What to send.
+        payload: Payload,
+        /// Where to cut it.
+        splits: Vec<usize>,
+    },
+    /// The body of an exchange is complete.
+    End(Pick),
+    /// The client of an exchange goes away.
+    Disconnect(Pick),
+    /// The clock moves on; `handle_timeout` runs.
+    Advance(Duration),
+    /// The clock moves to the next deadline; `handle_timeout` runs.
+    NextDeadline,
+    /// The application answers a request it was handed (open or not).
+    Respond {
+        /// Which request (of every request handed out).
+        request: Pick,
+        /// `respond_error` rather than `respond`.
+        error: bool,
+    },
+    /// The application sends a notification.
+    Notify(To),
+    /// The application sends a server→client request, with a deadline this far ahead.
+    Request(To, Option<Duration>),
+    /// The application closes a session.
+    CloseSession(Pick),
+}
+
+/// A choice among things that exist at run time.
+#[derive(Clone, Copy, Debug)]
+pub enum Pick {
+    /// The newest.
+    Latest,
+    /// Any, by index (modulo how many there are).
+    Index(usize),
+}
+
+/// Where the application sends a message.
+#[derive(Clone, Copy, Debug)]
+pub enum To {
+    /// On the stream of a request (of every request handed out).
+    Request(Pick),
+    /// On a session (of every session the application has seen).
+    Session(Pick),
+}
+
+/// A request head, as choices.
+#[derive(Clone, Debug)]
+pub struct Head {
+    /// The method.
+    pub method: Verb,
+    /// The path.
+    pub path: Path,
+    /// The `Accept` header.
+    pub accept: Accept,
+    /// The `Content-Type` header.
+    pub content_type: ContentType,
+    /// The `Mcp-Session-Id` header.
+    pub session: SessionRef,
+    /// The `MCP-Protocol-Version` header.
+    pub version: VersionRef,
+    /// The `Last-Event-ID` header.
+    pub last_event_id: EventIdRef,
+    /// The `Origin` header.
+    pub origin: Origin,
+    /// The `Host` header.
+    pub host: Host,
+    /// A `Content-Length` header.
+    pub content_length: Option<u64>,
+}
+
+/// A request method.
+#[derive(Clone, Copy, Debug)]
+#[allow(missing_docs)]
+pub enum Verb {
+    Post,
+    Get,
+    Delete,
+    Put,
+}
+
+/// A request path.
+#[derive(Clone, Debug)]
+pub enum Path {
+    /// `/mcp`.
+    Endpoint,
+    /// A path nothing is served on.
+    Other,
+    /// The legacy SSE endpoint, `/sse`.
+    LegacySse,
+    /// The legacy messages endpoint with `?sessionId=` of a session id seen on the wire.
+    LegacyMessages(SessionRef),
+}
+
+/// An `Accept` header.
+#[derive(Clone, Copy, Debug)]
+#[allow(missing_docs)]
+pub enum Accept {
+    Both,
+    Json,
+    Sse,
+    Any,
+    SseRefused,
+    Absent,
+}
+
+/// A `Content-Type` header.
+#[derive(Clone, Copy, Debug)]
+#[allow(missing_docs)]
+pub enum ContentType {
+    Json,
+    JsonCharset,
+    Text,
+    Absent,
+}
+
+/// An `Mcp-Session-Id` header.
+#[derive(Clone, Debug)]
+pub enum SessionRef {
+    /// None.
+    Absent,
+    /// A session id seen on the wire (live or not).
+    Seen(Pick),
+    /// A seen id in upper case (ids are lowercase: no match).
+    Upper(Pick),
+    /// Two headers with a seen id (ambiguous: refused).
+    Twice(Pick),
+    /// Text that was never a session id.
+    Garbage(String),
+}
+
+/// An `MCP-Protocol-Version` header.
+#[derive(Clone, Copy, Debug)]
+pub enum VersionRef {
+    /// None.
+    Absent,
+    /// The version the model negotiated for the head's session (none if unknown).
+    Session,
+    /// One of the known texts, by index.
+    Fixed(usize),
+}
+
+/// A `Last-Event-ID` header.
+#[derive(Clone, Debug)]
+pub enum EventIdRef {
+    /// None.
+    Absent,
+    /// An event id seen on the wire (of any session).
+    Seen(Pick),
+    /// A seen id with its sequence number moved by this much (an event not issued, or
+    /// evicted).
+    Moved(Pick, i8),
+    /// Text that is not an event id.
+    Garbage(String),
+}
+
+/// An `Origin` header.
+#[derive(Clone, Copy, Debug)]
+#[allow(missing_docs)]
+pub enum Origin {
+    Absent,
+    Loopback,
+    Foreign,
+    Null,
+}
+
+/// A `Host` header.
+#[derive(Clone, Copy, Debug)]
+#[allow(missing_docs)]
+pub enum Host {
+    Loopback,
+    Foreign,
+    Absent,
+}
+
+/// A request body, rendered when its op runs.
+#[derive(Clone, Debug)]
+pub enum Payload {
+    /// `initialize` offering `VERSIONS[version]`.
+    Initialize {
+        /// The id.
+        id: ClientId,
+        /// Index into the versions.
+        version: usize,
+    },
+    /// A request (`tools/call`, `ping`, …).
+    Call {
+        /// The id.
+        id: ClientId,
+        /// Index into the methods.
+        method: usize,
+    },
+    /// `notifications/initialized`.
+    Initialized,
+    /// `notifications/progress`.
+    Progress,
+    /// `notifications/cancelled` for a client id.
+    Cancel(ClientId),
+    /// A client's response (or error) to a server→client request.
+    Answer {
+        /// Which id.
+        id: AnswerId,
+        /// An error response.
+        error: bool,
+    },
+    /// A batch.
+    Batch(Vec<Self>),
+    /// Bytes as they are.
+    Raw(Vec<u8>),
+    /// A prefix of a rendering.
+    Cut(Box<Self>, usize),
+}
+
+/// A client request id.
+#[derive(Clone, Copy, Debug)]
+pub enum ClientId {
+    /// An integer id (small, so ids repeat).
+    Int(u8),
+    /// A string id.
+    Str(u8),
+}
+
+/// The id of a client's response.
+#[derive(Clone, Copy, Debug)]
+pub enum AnswerId {
+    /// The id of a server→client request the application sent (of any session).
+    Issued(Pick),
+    /// An integer.
+    Int(u8),
+}
+
+fn byte(u: &mut Unstructured<'_>) -> u8 {
+    u.arbitrary().unwrap_or(0)
+}
+
+/// A number below `n` (0 when `n` is 0 or the input ran out).
+fn below(u: &mut Unstructured<'_>, n: usize) -> usize {
+    let v: u16 = u.arbitrary().unwrap_or(0);
+    if n == 0 { 0 } else { usize::from(v) % n }
+}
+
+/// Visible ASCII text of up to `max` bytes.
+fn text(u: &mut Unstructured<'_>, max: usize) -> String {
+    let len = below(u, max + 1);
+    (0..len)
+        .map(|_| char::from(0x21 + byte(u) % 0x5e))
+        .collect()
+}
+
+fn pick(u: &mut Unstructured<'_>) -> Pick {
+    match byte(u) {
+        0..=159 => Pick::Latest,
+        b => Pick::Index(usize::from(b)),
+    }
+}
+
+/// The setup and ops of one input.
+pub fn scenario(data: &[u8]) -> (Setup, Vec<Op>) {
+    let mut u = Unstructured::new(data);
+    let setup = Setup::from_bytes(&mut u);
+    (setup, ops(&mut u))
+}
+
+/// Ops chosen by `u` until it runs out (at most [`MAX_OPS`]). Whole requests (head, body,
+/// end, often the application's answer) are likelier than single moves, so a short input
+/// reaches sessions, streams and resumes.
+pub fn ops(u: &mut Unstructured<'_>) -> Vec<Op> {
+    let mut ops = Vec::new();
+    while !u.is_empty() && ops.len() < MAX_OPS {
+        script(u, &mut ops);
+    }
+    ops.truncate(MAX_OPS);
+    ops
+}
+
+fn script(u: &mut Unstructured<'_>, ops: &mut Vec<Op>) {
+    match below(u, 23) {
+        0..=2 => {
+            // initialize, usually answered, then notifications/initialized.
+            let mut head = post_head(u);
+            head.session = SessionRef::Absent;
+            head.version = if byte(u) < 200 {
+                VersionRef::Absent
+            } else {
+                VersionRef::Fixed(below(u, VERSIONS.len()))
+            };
+            ops.push(Op::Open(head));
+            let version = if byte(u) < 224 {
+                below(u, 4)
+            } else {
+                below(u, VERSIONS.len())
+            };
+            let payload = Payload::Initialize {
+                id: client_id(u),
+                version,
+            };
+            ops.push(body(u, payload));
+            ops.push(Op::End(Pick::Latest));
+            if byte(u) < 230 {
+                ops.push(Op::Respond {
+                    request: Pick::Latest,
+                    error: byte(u) < 16,
+                });
+                if byte(u) < 180 {
+                    ops.push(Op::Open(post_head(u)));
+                    ops.push(body(u, Payload::Initialized));
+                    ops.push(Op::End(Pick::Latest));
+                }
+            }
+        }
+        3..=6 => {
+            // A request (or notification, response, batch) on a session.
+            ops.push(Op::Open(post_head(u)));
+            let p = payload(u, 0);
+            ops.push(body(u, p));
+            ops.push(Op::End(Pick::Latest));
+            match byte(u) {
+                0..=99 => ops.push(Op::Respond {
+                    request: Pick::Latest,
+                    error: byte(u) < 32,
+                }),
+                100..=149 => ops.push(Op::Notify(To::Request(Pick::Latest))),
+                150..=179 => ops.push(Op::Request(To::Request(Pick::Latest), duration(u))),
+                _ => {}
+            }
+        }
+        7..=8 => {
+            // GET: the standalone stream, or a resume.
+            let mut head = post_head(u);
+            head.method = Verb::Get;
+            head.accept = if byte(u) < 240 {
+                Accept::Sse
+            } else {
+                accept(u)
+            };
+            head.content_type = ContentType::Absent;
+            head.last_event_id = if byte(u) < 128 {
+                EventIdRef::Absent
+            } else {
+                event_id_ref(u)
+            };
+            ops.push(Op::Open(head));
+            if byte(u) < 128 {
+                ops.push(Op::End(Pick::Latest));
+            }
+        }
+        9 => {
+            let mut head = post_head(u);
+            head.method = Verb::Delete;
+            head.accept = Accept::Absent;
+            head.content_type = ContentType::Absent;
+            ops.push(Op::Open(head));
+            ops.push(Op::End(Pick::Latest));
+        }
+        10 => {
+            // Legacy HTTP+SSE: the stream, or a POST to its messages path.
+            let mut head = post_head(u);
+            if byte(u) < 100 {
+                head.method = Verb::Get;
+                head.path = Path::LegacySse;
+                head.accept = Accept::Sse;
+                head.content_type = ContentType::Absent;
+                head.session = SessionRef::Absent;
+                ops.push(Op::Open(head));
+            } else {
+                head.path = Path::LegacyMessages(session_ref(u));
+                head.session = SessionRef::Absent;
+                head.version = VersionRef::Absent;
+                ops.push(Op::Open(head));
+                let p = payload(u, 0);
+                ops.push(body(u, p));
+                ops.push(Op::End(Pick::Latest));
+            }
+        }
+        11 => {
+            // Any head at all, maybe a body.
+            ops.push(Op::Open(random_head(u)));
+            if byte(u) < 128 {
+                let p = payload(u, 0);
+                ops.push(body(u, p));
+            }
+            if byte(u) < 128 {
+                ops.push(Op::End(Pick::Latest));
+            }
+        }
+        12 => {
+            let exchange = pick(u);
+            let p = payload(u, 0);
+            match byte(u) % 3 {
+                0 => ops.push(Op::Body {
+                    exchange,
+                    payload: p,
+                    splits: splits(u),
+                }),
+                _ => ops.push(Op::End(exchange)),
+            }
+        }
+        13 => ops.push(Op::Disconnect(pick(u))),
+        14 => ops.push(match byte(u) % 8 {
+            0..=3 => Op::NextDeadline,
+            4 => Op::Advance(Duration::from_millis(1)),
+            5 => Op::Advance(Duration::from_secs(1)),
+            6 => Op::Advance(Duration::from_secs(16)),
+            _ => Op::Advance(Duration::from_secs(61)),
+        }),
+        15 => ops.push(Op::Respond {
+            request: pick(u),
+            error: byte(u) < 64,
+        }),
+        16 => ops.push(Op::Notify(to(u))),
+        17 => ops.push(Op::Request(to(u), duration(u))),
+        18 => ops.push(Op::CloseSession(pick(u))),
+        19 => {
+            // A server→client request, and the client's answer.
+            ops.push(Op::Request(To::Session(pick(u)), duration(u)));
+            ops.push(Op::Open(post_head(u)));
+            let answer = Payload::Answer {
+                id: AnswerId::Issued(Pick::Latest),
+                error: byte(u) < 64,
+            };
+            ops.push(body(u, answer));
+            ops.push(Op::End(Pick::Latest));
+        }
+        20 => {
+            // A stream's connection drops, and the client resumes it.
+            ops.push(Op::Disconnect(pick(u)));
+            let mut head = post_head(u);
+            head.method = Verb::Get;
+            head.accept = Accept::Sse;
+            head.content_type = ContentType::Absent;
+            head.last_event_id = EventIdRef::Seen(pick(u));
+            ops.push(Op::Open(head));
+        }
+        21 => {
+            // A request, then its cancellation.
+            let id = client_id(u);
+            for payload in [
+                Payload::Call {
+                    id,
+                    method: below(u, METHODS.len()),
+                },
+                Payload::Cancel(id),
+            ] {
+                ops.push(Op::Open(post_head(u)));
+                ops.push(body(u, payload));
+                ops.push(Op::End(Pick::Latest));
+            }
+        }
+        _ => {
+            // A POST whose body comes in several ops, split anywhere.
+            ops.push(Op::Open(post_head(u)));
+            let p = payload(u, 0);
+            for _ in 0..=below(u, 3) {
+                ops.push(Op::Body {
+                    exchange: Pick::Latest,
+                    payload: Payload::Cut(Box::new(p.clone()), usize::from(byte(u))),
+                    splits: splits(u),
+                });
+            }
+            ops.push(Op::End(Pick::Latest));
+        }
+    }
+}
+
+/// A conforming POST on the newest session, with a field now and then replaced.
+fn post_head(u: &mut Unstructured<'_>) -> Head {
+    let mut head = Head {
+        method: Verb::Post,
+        path: Path::Endpoint,
+        accept: Accept::Both,
+        content_type: ContentType::Json,
+        session: SessionRef::Seen(Pick::Latest),
+        version: VersionRef::Session,
+        last_event_id: EventIdRef::Absent,
+        origin: Origin::Absent,
+        host: Host::Loopback,
+        content_length: None,
+    };
+    if byte(u) < 40 {
+        head.session = session_ref(u);
+    }
+    if byte(u) < 24 {
+        head.version = version_ref(u);
+    }
+    if byte(u) < 16 {
+        head.origin = origin(u);
+    }
+    if byte(u) < 8 {
+        head.accept = accept(u);
+    }
+    head
+}
+
+fn random_head(u: &mut Unstructured<'_>) -> Head {
+    Head {
+        method: [Verb::Post, Verb::Get, Verb::Delete, Verb::Put][below(u, 4)],
+        path: match below(u, 5) {
+            0 | 1 => Path::Endpoint,
+            2 => Path::Other,
+            3 => Path::LegacySse,
+            _ => Path::LegacyMessages(session_ref(u)),
+        },
+        accept: accept(u),
+        content_type: [
+            ContentType::Json,
+            ContentType::JsonCharset,
+            ContentType::Text,
+            ContentType::Absent,
+        ][below(u, 4)],
+        session: session_ref(u),
+        version: version_ref(u),
+        last_event_id: event_id_ref(u),
+        origin: origin(u),
+        host: [Host::Loopback, Host::Foreign, Host::Absent][below(u, 3)],
+        content_length: match byte(u) {
+            0..=199 => None,
+            200..=227 => Some(u64::from(byte(u))),
+            _ => Some(u64::MAX),
+        },
+    }
+}
+
+fn accept(u: &mut Unstructured<'_>) -> Accept {
+    [
+        Accept::Both,
+        Accept::Json,
+        Accept::Sse,
+        Accept::Any,
+        Accept::SseRefused,
+        Accept::Absent,
+    ][below(u, 6)]
+}
+
+fn origin(u: &mut Unstructured<'_>) -> Origin {
+    [
+        Origin::Absent,
+        Origin::Loopback,
+        Origin::Foreign,
+        Origin::Null,
+    ][below(u, 4)]
+}
+
+fn session_ref(u: &mut Unstructured<'_>) -> SessionRef {
+    match below(u, 8) {
+        0 => SessionRef::Absent,
+        1 => SessionRef::Upper(pick(u)),
+        2 => SessionRef::Twice(pick(u)),
+        3 => SessionRef::Garbage(text(u, 40)),
+        _ => SessionRef::Seen(pick(u)),
+    }
+}
+
+fn version_ref(u: &mut Unstructured<'_>) -> VersionRef {
+    match below(u, 3) {
+        0 => VersionRef::Absent,
+        1 => VersionRef::Session,
+        _ => VersionRef::Fixed(below(u, VERSIONS.len())),
+    }
+}
+
+fn event_id_ref(u: &mut Unstructured<'_>) -> EventIdRef {
+    match below(u, 6) {
+        0 => EventIdRef::Absent,
+        1 => EventIdRef::Moved(pick(u), u.arbitrary().unwrap_or(0)),
+        2 => EventIdRef::Garbage(text(u, 48)),
+        _ => EventIdRef::Seen(pick(u)),
+    }
+}
+
+fn to(u: &mut Unstructured<'_>) -> To {
+    if byte(u) < 128 {
+        To::Request(pick(u))
+    } else {
+        To::Session(pick(u))
+    }
+}
+
+fn duration(u: &mut Unstructured<'_>) -> Option<Duration> {
+    match byte(u) % 4 {
+        0 => None,
+        1 => Some(Duration::ZERO),
+        2 => Some(Duration::from_secs(1)),
+        _ => Some(Duration::from_secs(30)),
+    }
+}
+
+fn client_id(u: &mut Unstructured<'_>) -> ClientId {
+    let b = byte(u);
+    if b < 192 {
+        ClientId::Int(b % 6)
+    } else {
+        ClientId::Str(b % 4)
+    }
+}
+
+fn payload(u: &mut Unstructured<'_>, depth: u8) -> Payload {
+    match below(u, 12) {
+        0 => Payload::Initialize {
+            id: client_id(u),
+            version: below(u, VERSIONS.len()),
+        },
+        1..=4 => Payload::Call {
+            id: client_id(u),
+            method: below(u, METHODS.len()),
+        },
+        5 => Payload::Initialized,
+        6 => Payload::Progress,
+        7 => Payload::Cancel(client_id(u)),
+        8 => Payload::Answer {
+            id: if byte(u) < 200 {
+                AnswerId::Issued(pick(u))
+            } else {
+                AnswerId::Int(byte(u))
+            },
+            error: byte(u) < 64,
+        },
+        9 if depth == 0 => {
+            Payload::Batch((0..below(u, 4)).map(|_| payload(u, depth + 1)).collect())
+        }
+        10 => Payload::Cut(Box::new(payload(u, depth + 1)), usize::from(byte(u))),
+        _ => {
+            let len = below(u, 64);
+            Payload::Raw((0..len).map(|_| byte(u)).collect())
+        }
+    }
+}
+
+fn splits(u: &mut Unstructured<'_>) -> Vec<usize> {
+    (0..below(u, 4)).map(|_| usize::from(byte(u))).collect()
+}
+
+fn body(u: &mut Unstructured<'_>, payload: Payload) -> Op {
+    Op::Body {
+        exchange: Pick::Latest,
+        payload,
+        splits: splits(u),
+    }
+}
+
+const METHODS: [&str; 4] = ["tools/call", "ping", "tools/list", "resources/read"];
+
+/// Runs `ops` against a server built from `setup`, checking the invariants of the
+/// [module docs](self) after every op and at the end.
+///
+/// # Errors
+/// The first invariant that failed, with the index of the op it failed after.
+pub fn run(setup: &Setup, ops: &[Op]) -> Result<(), String> {
+    run_counted(setup, ops).map(|_| ())
+}
+
+/// [`run`], also saying what the run reached.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_counted(setup: &Setup, ops: &[Op]) -> Result<Coverage, String> {
+    let mut model = Model::new(setup);
+    for (i, op) in ops.iter().enumerate() {
+        model
+            .step(op)
+            .and_then(|()| model.drain(None))
+            .map_err(|e| format!("after op {i} ({op:?}): {e}"))?;
+    }
+    model.finish().map_err(|e| format!("at the end: {e}"))?;
+    Ok(model.coverage)
+}
+
+/// What runs reached, so a test can show that the generator gets past the refusals to
+/// sessions, streams, resumes and expiry (a property that is never exercised cannot fail).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Coverage {
+    /// Response heads by status.
+    pub statuses: BTreeMap<u16, usize>,
+    /// Sessions handed to the application.
+    pub sessions: usize,
+    /// Requests handed to the application.
+    pub requests: usize,
+    /// Tagged messages checked on the wire (in JSON bodies and SSE events).
+    pub tagged: usize,
+    /// SSE events with an id.
+    pub event_ids: usize,
+    /// Resumes (a GET with a valid `Last-Event-ID` answered 200).
+    pub resumes: usize,
+    /// Legacy `endpoint` events.
+    pub legacy_streams: usize,
+    /// Client responses correlated to the application's requests.
+    pub responses: usize,
+    /// Server→client requests that timed out.
+    pub timeouts: usize,
+    /// Client cancellations.
+    pub cancellations: usize,
+    /// Sessions that expired (SESSION-7).
+    pub expired: usize,
+}
+
+impl Coverage {
+    /// Adds another run's counts.
+    pub fn add(&mut self, other: &Self) {
+        for (status, n) in &other.statuses {
+            *self.statuses.entry(*status).or_default() += n;
+        }
+        self.sessions += other.sessions;
+        self.requests += other.requests;
+        self.tagged += other.tagged;
+        self.event_ids += other.event_ids;
+        self.resumes += other.resumes;
+        self.legacy_streams += other.legacy_streams;
+        self.responses += other.responses;
+        self.timeouts += other.timeouts;
+        self.cancellations += other.cancellations;
+        self.expired += other.expired;
+    }
+}
+
+/// [`scenario`] then [`run`]: the whole check of one input.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_bytes(data: &[u8]) -> Result<(), String> {
+    let (setup, ops) = scenario(data);
+    run(&setup, &ops)
+}
+
+/// One exchange, as its client sees it.
+struct Wire {
+    id: ExchangeId,
+    /// The tag every message on it must carry, once known.
+    tag: Option<String>,
+    /// The `Last-Event-ID` its request carried, if it parses.
+    resumed_after: Option<EventId>,
+    head: bool,
+    ended: bool,
+    gone: bool,
+    status: u16,
+    content_length: Option<usize>,
+    sse: Option<Decoder>,
+    body: Vec<u8>,
+    /// The last sequence number seen per (epoch, ring).
+    seqs: BTreeMap<(u64, u64), u64>,
+}
+
+/// A request handed to the application.
+struct Req {
+    handle: RequestHandle,
+    tag: String,
+    session: Option<SessionId>,
+    open: bool,
+}
+
+/// A server→client request the application sent.
+struct Issued {
+    id: RequestId,
+    session: SessionId,
+    settled: bool,
+}
+
+struct Model {
+    server: Server,
+    now: Instant,
+    stateless: bool,
+    wires: Vec<Wire>,
+    by_exchange: BTreeMap<ExchangeId, usize>,
+    /// Session ids seen on the wire (response heads and `endpoint` events).
+    session_ids: Vec<String>,
+    /// The version negotiated for a session id.
+    versions: BTreeMap<String, String>,
+    /// Sessions the application saw, and whether each has closed.
+    sessions: Vec<(SessionId, bool)>,
+    requests: Vec<Req>,
+    event_ids: Vec<String>,
+    issued: Vec<Issued>,
+    coverage: Coverage,
+}
+
+fn resolve<T>(items: &[T], pick: Pick) -> Option<usize> {
+    match (pick, items.len()) {
+        (_, 0) => None,
+        (Pick::Latest, n) => Some(n - 1),
+        (Pick::Index(i), n) => Some(i % n),
+    }
+}
+
+fn tag_json(tag: &str) -> String {
+    serde_json::json!({ "s": tag }).to_string()
+}
+
+/// The tag a message carries: `result.s`, `params.s` or `error.data.s`.
+fn tag_of(message: &serde_json::Value) -> Option<&str> {
+    message
+        .get("result")
+        .or_else(|| message.get("params"))
+        .or_else(|| message.get("error").and_then(|e| e.get("data")))
+        .and_then(|v| v.get("s"))
+        .and_then(|s| s.as_str())
+}
+
+impl Model {
+    fn new(setup: &Setup) -> Self {
+        Self {
+            server: Server::new(setup.config(), counter_entropy(setup.seed)),
+            now: Instant::now(),
+            stateless: setup.stateless,
+            wires: Vec::new(),
+            by_exchange: BTreeMap::new(),
+            session_ids: Vec::new(),
+            versions: BTreeMap::new(),
+            sessions: Vec::new(),
+            requests: Vec::new(),
+            event_ids: Vec::new(),
+            issued: Vec::new(),
+            coverage: Coverage::default(),
+        }
+    }
+
+    fn step(&mut self, op: &Op) -> Result<(), String> {
+        let now = self.now;
+        match op {
+            Op::Open(head) => self.open(head),
+            Op::Body {
+                exchange,
+                payload,
+                splits,
+            } => {
+                let Some(w) = resolve(&self.wires, *exchange) else {
+                    return Ok(());
+                };
+                let x = self.wires[w].id;
+                let bytes = Bytes::from(self.render(payload));
+                let mut cuts: Vec<usize> = splits
+                    .iter()
+                    .map(|s| s % (bytes.len() + 1))
+                    .chain([0, bytes.len()])
+                    .collect();
+                cuts.sort_unstable();
+                for pair in cuts.windows(2) {
+                    self.server
+                        .handle_body(now, x, bytes.slice(pair[0]..pair[1]));
+                }
+                Ok(())
+            }
+            Op::End(exchange) => {
+                if let Some(w) = resolve(&self.wires, *exchange) {
+                    let x = self.wires[w].id;
+                    self.server.handle_body_end(now, x);
+                    return self.drain(Some(x));
+                }
+                Ok(())
+            }
+            Op::Disconnect(exchange) => {
+                if let Some(w) = resolve(&self.wires, *exchange) {
+                    self.disconnect(w);
+                }
+                Ok(())
+            }
+            Op::Advance(d) => {
+                self.now += *d;
+                self.timeout()
+            }
+            Op::NextDeadline => {
+                if let Some(at) = self.server.poll_timeout() {
+                    self.now = self.now.max(at);
+                }
+                self.timeout()
+            }
+            Op::Respond { request, error } => {
+                if let Some(r) = resolve(&self.requests, *request) {
+                    self.respond(r, *error)?;
+                }
+                Ok(())
+            }
+            Op::Notify(to) => self.send(*to, None),
+            Op::Request(to, deadline) => self.send(*to, Some(*deadline)),
+            Op::CloseSession(session) => {
+                if let Some(i) = resolve(&self.sessions, *session) {
+                    let (s, closed) = self.sessions[i];
+                    let live = self.server.close_session(now, s);
+                    if live == closed {
+                        return Err(format!(
+                            "close_session({s}) said live={live}, but the session {}",
+                            if closed { "closed" } else { "is open" }
+                        ));
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn disconnect(&mut self, w: usize) {
+        let wire = &mut self.wires[w];
+        if !wire.ended {
+            wire.gone = true;
+        }
+        self.server.handle_disconnect(self.now, wire.id);
+    }
+
+    fn timeout(&mut self) -> Result<(), String> {
+        self.server.handle_timeout(self.now);
+        match self.server.poll_timeout() {
+            Some(at) if at <= self.now => Err(format!(
+                "a deadline {:?} at or before now is left after handle_timeout(now)",
+                self.now - at
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn session_id(&self, pick: Pick) -> Option<&str> {
+        resolve(&self.session_ids, pick).map(|i| self.session_ids[i].as_str())
+    }
+
+    fn open(&mut self, head: &Head) -> Result<(), String> {
+        let (mut parts, ()) = http::Request::new(()).into_parts();
+        parts.method = match head.method {
+            Verb::Post => Method::POST,
+            Verb::Get => Method::GET,
+            Verb::Delete => Method::DELETE,
+            Verb::Put => Method::PUT,
+        };
+        let path = match &head.path {
+            Path::Endpoint => "/mcp".to_owned(),
+            Path::Other => "/other".to_owned(),
+            Path::LegacySse => "/sse".to_owned(),
+            Path::LegacyMessages(session) => {
+                let id = match session {
+                    SessionRef::Absent => String::new(),
+                    SessionRef::Seen(p) | SessionRef::Twice(p) => {
+                        self.session_id(*p).unwrap_or_default().to_owned()
+                    }
+                    SessionRef::Upper(p) => self.session_id(*p).unwrap_or_default().to_uppercase(),
+                    SessionRef::Garbage(g) => {
+                        g.chars().filter(char::is_ascii_alphanumeric).collect()
+                    }
+                };
+                format!("/messages?sessionId={id}")
+            }
+        };
+        parts.uri = path
+            .parse()
+            .map_err(|e| format!("a bad test uri {path}: {e}"))?;
+        let mut headers = Vec::<(&str, String)>::new();
+        match head.host {
+            Host::Loopback => headers.push(("host", "127.0.0.1:8080".into())),
+            Host::Foreign => headers.push(("host", "rebind.example:8080".into())),
+            Host::Absent => {}
+        }
+        match head.origin {
+            Origin::Absent => {}
+            Origin::Loopback => headers.push(("origin", "http://localhost:3000".into())),
+            Origin::Foreign => headers.push(("origin", "https://evil.example".into())),
+            Origin::Null => headers.push(("origin", "null".into())),
+        }
+        let accept = match head.accept {
+            Accept::Both => Some(crate::server::ACCEPT_BOTH),
+            Accept::Json => Some("application/json"),
+            Accept::Sse => Some("text/event-stream"),
+            Accept::Any => Some("*/*"),
+            Accept::SseRefused => Some("application/json, text/event-stream;q=0"),
+            Accept::Absent => None,
+        };
+        if let Some(a) = accept {
+            headers.push(("accept", a.into()));
+        }
+        let ctype = match head.content_type {
+            ContentType::Json => Some("application/json"),
+            ContentType::JsonCharset => Some("application/json; charset=utf-8"),
+            ContentType::Text => Some("text/plain"),
+            ContentType::Absent => None,
+        };
+        if let Some(c) = ctype {
+            headers.push(("content-type", c.into()));
+        }
+        let mut claimed = None;
+        match &head.session {
+            SessionRef::Absent => {}
+            SessionRef::Seen(p) => {
+                if let Some(id) = self.session_id(*p) {
+                    claimed = Some(id.to_owned());
+                    headers.push(("mcp-session-id", id.to_owned()));
+                }
+            }
+            SessionRef::Upper(p) => {
+                if let Some(id) = self.session_id(*p) {
+                    let upper = id.to_uppercase();
+                    if upper != id {
+                        claimed = Some(upper.clone());
+                    }
+                    headers.push(("mcp-session-id", upper));
+                }
+            }
+            SessionRef::Twice(p) => {
+                if let Some(id) = self.session_id(*p) {
+                    headers.push(("mcp-session-id", id.to_owned()));
+                    headers.push(("mcp-session-id", id.to_owned()));
+                }
+            }
+            SessionRef::Garbage(g) => {
+                claimed = Some(g.trim().to_owned());
+                headers.push(("mcp-session-id", g.clone()));
+            }
+        }
+        match head.version {
+            VersionRef::Absent => {}
+            VersionRef::Session => {
+                if let Some(v) = claimed.as_ref().and_then(|c| self.versions.get(c)) {
+                    headers.push(("mcp-protocol-version", v.clone()));
+                }
+            }
+            VersionRef::Fixed(i) => {
+                headers.push(("mcp-protocol-version", VERSIONS[i % VERSIONS.len()].into()))
+            }
+        }
+        let last_event_id = match &head.last_event_id {
+            EventIdRef::Absent => None,
+            EventIdRef::Seen(p) => resolve(&self.event_ids, *p).map(|i| self.event_ids[i].clone()),
+            EventIdRef::Moved(p, by) => {
+                resolve(&self.event_ids, *p).map(|i| match EventId::parse(&self.event_ids[i]) {
+                    Ok(id) => {
+                        let seq = id.seq().wrapping_add_signed(i64::from(*by));
+                        EventId::new(id.epoch(), id.ring(), seq)
+                            .encode()
+                            .to_string()
+                    }
+                    Err(_) => self.event_ids[i].clone(),
+                })
+            }
+            EventIdRef::Garbage(g) => Some(g.clone()),
+        };
+        let resumed_after = last_event_id
+            .as_deref()
+            .and_then(|id| EventId::parse(id.trim()).ok());
+        if let Some(id) = last_event_id {
+            headers.push(("last-event-id", id));
+        }
+        if let Some(len) = head.content_length {
+            headers.push(("content-length", len.to_string()));
+        }
+        for (name, value) in headers {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                parts.headers.append(HeaderName::from_static(name), value);
+            }
+        }
+        let x = self.server.handle_head(self.now, parts);
+        if self.by_exchange.contains_key(&x) {
+            return Err(format!("handle_head returned {x} a second time"));
+        }
+        self.by_exchange.insert(x, self.wires.len());
+        self.wires.push(Wire {
+            id: x,
+            // A stateless server's requests are tagged with their exchange; a legacy
+            // stream learns its session from its `endpoint` event.
+            tag: match head.path {
+                Path::Endpoint if self.stateless => Some(format!("{x}")),
+                Path::Endpoint | Path::Other => claimed,
+                Path::LegacySse | Path::LegacyMessages(_) => None,
+            },
+            resumed_after,
+            head: false,
+            ended: false,
+            gone: false,
+            status: 0,
+            content_length: None,
+            sse: None,
+            body: Vec::new(),
+            seqs: BTreeMap::new(),
+        });
+        self.drain(Some(x))
+    }
+
+    fn render(&self, payload: &Payload) -> Vec<u8> {
+        let id = |id: &ClientId| match id {
+            ClientId::Int(n) => n.to_string(),
+            ClientId::Str(n) => format!("\"r{n}\""),
+        };
+        match payload {
+            Payload::Initialize { id: i, version } => format!(
+                r#"{{"jsonrpc":"2.0","id":{},"method":"initialize","params":{{"protocolVersion":"{}","capabilities":{{}},"clientInfo":{{"name":"ops","version":"1"}}}}}}"#,
+                id(i),
+                VERSIONS[version % VERSIONS.len()]
+            )
+            .into_bytes(),
+            Payload::Call { id: i, method } => format!(
+                r#"{{"jsonrpc":"2.0","id":{},"method":"{}","params":{{"name":"echo","arguments":{{}}}}}}"#,
+                id(i),
+                METHODS[method % METHODS.len()]
+            )
+            .into_bytes(),
+            Payload::Initialized => {
+                br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_vec()
+            }
+            Payload::Progress => {
+                br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#.to_vec()
+            }
+            Payload::Cancel(i) => format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":"r"}}}}"#,
+                id(i)
+            )
+            .into_bytes(),
+            Payload::Answer { id: a, error } => {
+                let id = match a {
+                    AnswerId::Issued(p) => resolve(&self.issued, *p)
+                        .map_or_else(|| "1".to_owned(), |i| self.issued[i].id.to_string()),
+                    AnswerId::Int(n) => n.to_string(),
+                };
+                if *error {
+                    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-1,"message":"no"}}}}"#)
+                } else {
+                    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)
+                }
+                .into_bytes()
+            }
+            Payload::Batch(items) => {
+                let mut out = b"[".to_vec();
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend(self.render(item));
+                }
+                out.push(b']');
+                out
+            }
+            Payload::Raw(bytes) => bytes.clone(),
+            Payload::Cut(inner, at) => {
+                let mut bytes = self.render(inner);
+                bytes.truncate(at % (bytes.len() + 1));
+                bytes
+            }
+        }
+    }
+
+    fn respond(&mut self, r: usize, error: bool) -> Result<(), String> {
+        let req = &self.requests[r];
+        let json = tag_json(&req.tag);
+        let raw = RawJson::new(&json).expect("a tag is JSON");
+        let result = if error {
+            self.server.respond_error(
+                self.now,
+                req.handle,
+                ErrorCode(-32001),
+                "failed",
+                Some(&raw),
+            )
+        } else {
+            self.server.respond(self.now, req.handle, &raw)
+        };
+        match (req.open, result) {
+            (true, Ok(_)) | (false, Err(SendError::UnknownRequest)) => {}
+            (open, result) => {
+                return Err(format!(
+                    "respond to a request the application holds as {}: {result:?}",
+                    if open { "open" } else { "settled" }
+                ));
+            }
+        }
+        self.requests[r].open = false;
+        Ok(())
+    }
+
+    /// A notification (`request` None) or a server→client request with its deadline.
+    fn send(&mut self, to: To, request: Option<Option<Duration>>) -> Result<(), String> {
+        let (target, tag, session, refused) = match to {
+            To::Request(p) => {
+                let Some(r) = resolve(&self.requests, p) else {
+                    return Ok(());
+                };
+                let req = &self.requests[r];
+                let refused = (!req.open).then_some(SendError::UnknownRequest);
+                (
+                    Target::Request(req.handle),
+                    req.tag.clone(),
+                    req.session,
+                    refused,
+                )
+            }
+            To::Session(p) => {
+                let Some(i) = resolve(&self.sessions, p) else {
+                    return Ok(());
+                };
+                let (s, closed) = self.sessions[i];
+                let tag = self.server.session_header(s).unwrap_or("closed").to_owned();
+                let refused = closed.then_some(SendError::UnknownSession);
+                (Target::Session(s), tag, Some(s), refused)
+            }
+        };
+        let json = tag_json(&tag);
+        let raw = RawJson::new(&json).expect("a tag is JSON");
+        let sent = match request {
+            None => self
+                .server
+                .notify(self.now, target, "notifications/message", Some(&raw))
+                .map(|_| None),
+            Some(deadline) => self
+                .server
+                .request(
+                    self.now,
+                    target,
+                    "sampling/createMessage",
+                    Some(&raw),
+                    deadline.map(|d| self.now + d),
+                )
+                .map(Some),
+        };
+        match (refused, sent) {
+            (Some(expected), Err(e)) if e == expected => Ok(()),
+            (Some(expected), result) => Err(format!(
+                "a send to {target:?} should be refused with {expected:?}: {result:?}"
+            )),
+            (None, Ok(Some(id))) => {
+                let Some(session) = session else {
+                    return Err(format!("a request without a session was sent: {id}"));
+                };
+                self.issued.push(Issued {
+                    id,
+                    session,
+                    settled: false,
+                });
+                Ok(())
+            }
+            (None, _) => Ok(()),
+        }
+    }
+
+    /// Takes every transmit and event. `current` is the exchange whose input ran, whose
+    /// body carried any request handed out now (what a stateless request is tagged with).
+    fn drain(&mut self, current: Option<ExchangeId>) -> Result<(), String> {
+        while let Some(x) = self.server.poll_ready() {
+            while let Some(t) = self.server.poll_transmit(x) {
+                self.transmit(x, t)?;
+            }
+        }
+        while let Some(event) = self.server.poll_event() {
+            self.event(event, current)?;
+        }
+        Ok(())
+    }
+
+    fn transmit(&mut self, x: ExchangeId, t: Transmit) -> Result<(), String> {
+        let Some(&w) = self.by_exchange.get(&x) else {
+            return Err(format!("a transmit for {x}, which was never opened"));
+        };
+        let wire = &mut self.wires[w];
+        if wire.gone {
+            return Err(format!("{t:?} on {x} after its client disconnected"));
+        }
+        if wire.ended {
+            return Err(format!("{t:?} on {x} after its End"));
+        }
+        match t {
+            Transmit::Head(head) => {
+                if wire.head {
+                    return Err(format!("a second head on {x}"));
+                }
+                wire.head = true;
+                wire.status = head.status.as_u16();
+                *self.coverage.statuses.entry(wire.status).or_default() += 1;
+                if wire.status == 200 && wire.resumed_after.is_some() {
+                    self.coverage.resumes += 1;
+                }
+                let header = |name: &str| head.headers.get(name).and_then(|v| v.to_str().ok());
+                if let Some(answered) = header("mcp-session-id") {
+                    if self.stateless {
+                        return Err(format!("{x}: a stateless server named session {answered}"));
+                    }
+                    if let Some(tag) = &wire.tag
+                        && tag != answered
+                    {
+                        return Err(format!(
+                            "{x}: the response names session {answered}, the request {tag}"
+                        ));
+                    }
+                    wire.tag = Some(answered.to_owned());
+                    if !self.session_ids.iter().any(|s| s == answered) {
+                        self.session_ids.push(answered.to_owned());
+                    }
+                }
+                if header("content-type") == Some("text/event-stream") {
+                    wire.sse = Some(Decoder::new(Limits::default()));
+                }
+                wire.content_length = header("content-length").and_then(|v| v.parse().ok());
+            }
+            Transmit::Data(bytes) => {
+                if !wire.head {
+                    return Err(format!("Data before the head on {x}"));
+                }
+                if bytes.is_empty() {
+                    return Err(format!("an empty Data on {x}"));
+                }
+                if wire.sse.is_some() {
+                    self.sse_data(w, bytes)?;
+                } else {
+                    wire.body.extend_from_slice(&bytes);
+                }
+            }
+            Transmit::End => {
+                if !wire.head {
+                    return Err(format!("End before the head on {x}"));
+                }
+                wire.ended = true;
+                if let Some(len) = wire.content_length
+                    && len != wire.body.len()
+                {
+                    return Err(format!(
+                        "{x}: Content-Length {len}, body {} bytes",
+                        wire.body.len()
+                    ));
+                }
+                if wire.status == 202 && !wire.body.is_empty() {
+                    return Err(format!("{x}: a 202 with a body"));
+                }
+                if let Some(decoder) = &mut wire.sse {
+                    decoder.finish();
+                } else if !wire.body.is_empty() {
+                    let body: serde_json::Value = serde_json::from_slice(&wire.body)
+                        .map_err(|e| format!("{x}: a JSON body that does not parse: {e}"))?;
+                    let messages = match body {
+                        serde_json::Value::Array(items) => items,
+                        one => vec![one],
+                    };
+                    for m in &messages {
+                        self.coverage.tagged += usize::from(check_tag(x, wire.tag.as_deref(), m)?);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn sse_data(&mut self, w: usize, bytes: Bytes) -> Result<(), String> {
+        let wire = &mut self.wires[w];
+        let x = wire.id;
+        let decoder = wire.sse.as_mut().expect("an SSE exchange");
+        decoder
+            .push(bytes)
+            .map_err(|e| format!("{x}: SSE after the end: {e}"))?;
+        loop {
+            let item = decoder
+                .poll_item()
+                .map_err(|e| format!("{x}: the SSE body does not decode: {e}"))?;
+            let Some(item) = item else { break };
+            let Item::Event(event) = item else { continue };
+            if !event.id().is_empty() {
+                let id = EventId::parse(event.id())
+                    .map_err(|e| format!("{x}: event id {:?}: {e}", event.id()))?;
+                let key = (id.epoch().get(), id.ring().get());
+                let after = wire.seqs.get(&key).copied().or_else(|| {
+                    wire.resumed_after
+                        .filter(|a| (a.epoch().get(), a.ring().get()) == key)
+                        .map(|a| a.seq())
+                });
+                if after.is_some_and(|a| id.seq() <= a) {
+                    return Err(format!(
+                        "{x}: event {id} after {after:?} of its ring (a repeat)"
+                    ));
+                }
+                wire.seqs.insert(key, id.seq());
+                self.coverage.event_ids += 1;
+                if !self.event_ids.iter().any(|e| e == event.id()) {
+                    self.event_ids.push(event.id().to_owned());
+                }
+            }
+            if event.event_type() == "endpoint" {
+                let Some((_, session)) = event.data().split_once("?sessionId=") else {
+                    return Err(format!("{x}: an endpoint event {:?}", event.data()));
+                };
+                if wire.tag.as_deref().is_some_and(|t| t != session) {
+                    return Err(format!("{x}: a second endpoint, {session}"));
+                }
+                wire.tag = Some(session.to_owned());
+                self.coverage.legacy_streams += 1;
+                if !self.session_ids.iter().any(|s| s == session) {
+                    self.session_ids.push(session.to_owned());
+                }
+                self.versions
+                    .insert(session.to_owned(), "2024-11-05".to_owned());
+                continue;
+            }
+            if event.data().is_empty() {
+                continue; // a priming event
+            }
+            let message: serde_json::Value = serde_json::from_str(event.data())
+                .map_err(|e| format!("{x}: event data is not JSON: {e}"))?;
+            self.coverage.tagged += usize::from(check_tag(x, wire.tag.as_deref(), &message)?);
+        }
+        if decoder.buffered_len() != 0 {
+            return Err(format!("{x}: a Data that is not whole SSE frames"));
+        }
+        Ok(())
+    }
+
+    fn event(&mut self, event: Event, current: Option<ExchangeId>) -> Result<(), String> {
+        match event {
+            Event::Request(r) => {
+                let session = r.session();
+                let tag = match session {
+                    Some(s) => self
+                        .server
+                        .session_header(s)
+                        .ok_or_else(|| format!("a request of {s}, which has no id"))?
+                        .to_owned(),
+                    None => match current {
+                        Some(x) if self.stateless => format!("{x}"),
+                        _ => return Err("a request without a session or an exchange".into()),
+                    },
+                };
+                if let Some(s) = session {
+                    self.saw_session(s);
+                    if r.method() == "initialize" {
+                        self.versions.insert(tag.clone(), r.version().to_string());
+                    }
+                }
+                if self.requests.iter().any(|q| q.handle == r.handle()) {
+                    return Err(format!(
+                        "request handle {} handed out twice",
+                        r.handle().get()
+                    ));
+                }
+                self.coverage.requests += 1;
+                self.requests.push(Req {
+                    handle: r.handle(),
+                    tag,
+                    session,
+                    open: true,
+                });
+            }
+            Event::Notification {
+                session: Some(s), ..
+            } => self.saw_session(s),
+            Event::Response { session, message } => {
+                let id = message.id().cloned();
+                let issued = self.issued.iter_mut().find(|i| Some(&i.id) == id.as_ref());
+                match issued {
+                    Some(i) if i.session == session && !i.settled => {
+                        i.settled = true;
+                        self.coverage.responses += 1;
+                    }
+                    Some(i) => {
+                        return Err(format!(
+                            "a response in {session} to request {} of {} (settled: {})",
+                            i.id, i.session, i.settled
+                        ));
+                    }
+                    None => return Err(format!("a response in {session} to an id never sent")),
+                }
+            }
+            Event::RequestTimedOut { session, id } => {
+                match self.issued.iter_mut().find(|i| i.id == id) {
+                    Some(i) if i.session == session && !i.settled => {
+                        i.settled = true;
+                        self.coverage.timeouts += 1;
+                    }
+                    _ => return Err(format!("request {id} of {session} timed out unexpectedly")),
+                }
+            }
+            Event::Cancelled { request, .. } => {
+                match self.requests.iter_mut().find(|r| r.handle == request) {
+                    Some(r) if r.open => {
+                        r.open = false;
+                        self.coverage.cancellations += 1;
+                    }
+                    _ => return Err(format!("a cancellation of request {}", request.get())),
+                }
+            }
+            Event::SessionClosed { session, reason } => {
+                self.saw_session(session);
+                if reason == CloseReason::Expired {
+                    self.coverage.expired += 1;
+                }
+                let entry = self
+                    .sessions
+                    .iter_mut()
+                    .find(|(s, _)| *s == session)
+                    .expect("just seen");
+                if entry.1 {
+                    return Err(format!("{session} closed twice"));
+                }
+                entry.1 = true;
+                for r in &mut self.requests {
+                    if r.session == Some(session) {
+                        r.open = false;
+                    }
+                }
+                for i in &mut self.issued {
+                    if i.session == session {
+                        i.settled = true;
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn saw_session(&mut self, s: SessionId) {
+        if !self.sessions.iter().any(|(t, _)| *t == s) {
+            self.coverage.sessions += 1;
+            self.sessions.push((s, false));
+        }
+    }
+
+    /// Disconnects every exchange, runs every deadline, answers what is still open, and
+    /// checks that nothing is left.
+    fn finish(&mut self) -> Result<(), String> {
+        for w in 0..self.wires.len() {
+            if !self.wires[w].ended {
+                self.disconnect(w);
+            }
+        }
+        self.drain(None)?;
+        self.run_out_the_clock()?;
+        for r in 0..self.requests.len() {
+            if self.requests[r].open {
+                self.respond(r, false)?;
+            }
+        }
+        self.drain(None)?;
+        self.run_out_the_clock()?;
+        if !self.server.is_idle() {
+            return Err(format!(
+                "state left after every session expired: {:?}",
+                self.server
+            ));
+        }
+        Ok(())
+    }
+
+    fn run_out_the_clock(&mut self) -> Result<(), String> {
+        for _ in 0..10_000 {
+            let Some(at) = self.server.poll_timeout() else {
+                return Ok(());
+            };
+            self.now = self.now.max(at);
+            self.timeout()?;
+            self.drain(None)?;
+        }
+        Err("deadlines keep coming with nothing connected".into())
+    }
+}
+
+/// Whether `message` carries a tag, which must be `expected`'s.
+fn check_tag(
+    x: ExchangeId,
+    expected: Option<&str>,
+    message: &serde_json::Value,
+) -> Result<bool, String> {
+    match (tag_of(message), expected) {
+        (None, _) => Ok(false),
+        (Some(tag), Some(expected)) if tag == expected => Ok(true),
+        (Some(tag), expected) => Err(format!(
+            "{x}, of session {expected:?}, carried a message of {tag}: {message}"
+        )),
+    }
+}
