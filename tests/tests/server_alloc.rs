@@ -32,28 +32,23 @@ const RESULT: &str = r#"{"content":[{"type":"text","text":"hi"}]}"#;
 /// `handle_head` and `handle_body` make none (the exchange's queues and buffers start
 /// empty; the first body chunk is kept as the `Bytes` it came in). `handle_body_end`:
 ///
-/// 1. `dispatch`: the `Vec` of the body's messages, made for a single message too.
-/// 2. `open_request`: the exchange's `Vec` of the requests its body opened.
+/// 1. `open_request`: the exchange's `Vec` of the requests its body opened (the body's
+///    one message is dispatched without collecting it).
 ///
 /// `poll_event` makes none. `respond`:
 ///
-/// 3. to 5. The JSON response is written into a new `BytesMut`, which grows three times
-///    (22, then 44, then 88 bytes: one allocation and two reallocations).
-/// 6. Freezing it: `Bytes::from(Vec)` with spare capacity allocates its shared header.
-/// 7. The exchange's `Vec` of collected JSON texts.
-/// 8. and 9. The response head's `HeaderMap`: its index table and its entries.
-/// 10. and 11. `Content-Length`: `HeaderValue::from(usize)` writes into a `BytesMut`
-///     and freezes it (buffer and shared header).
-/// 12. `Mcp-Session-Id`: `HeaderValue::from_str` copies the session id.
-/// 13. The header name `mcp-session-id`, inserted as a `&str`, is copied into a
-///     `HeaderName` (it is not one of `http`'s standard names).
-/// 14. The exchange's transmit queue (`VecDeque`), on its first push.
+/// 2. The JSON response is written into a `BytesMut` sized once from the message's
+///    length hint (`Outgoing::len_hint`, the raw result's length plus the envelope).
+/// 3. Freezing it: `Bytes::from(Vec)` with spare capacity allocates its shared header.
+/// 4. The exchange's `Vec` of collected JSON texts.
+/// 5. and 6. The response head's `HeaderMap`: its index table and its entries.
+/// 7. `Content-Length`: the digits, formatted on the stack, copied into the value.
+/// 8. The exchange's transmit queue (`VecDeque`), on its first push.
 ///
-/// `poll_ready` and `poll_transmit` make none; taking `End` frees the exchange. The
-/// avoidable ones (1, 3 to 6, 10 or 11, 12 and 13: a `HeaderName::from_static`, a session
-/// `HeaderValue` kept with the session, a reused or sized encode buffer) are noted for the
-/// lead; this test pins the count so any change to it is deliberate.
-const ROUND_TRIP_ALLOCATIONS: usize = 14;
+/// `Mcp-Session-Id` costs none: the session keeps its value, and a clone shares it; the
+/// header name is a static one. `poll_ready` and `poll_transmit` make none; taking
+/// `End` frees the exchange. This test pins the count so any change to it is deliberate.
+const ROUND_TRIP_ALLOCATIONS: usize = 8;
 
 /// The most live heap one idle initialized session may hold (the bound).
 const IDLE_SESSION_MAX_BYTES: isize = 1024;
@@ -91,7 +86,7 @@ fn json_round_trip_allocations(mode: ResponseMode) {
 }
 
 #[test]
-fn a_json_mode_tools_call_round_trip_allocates_exactly_14_times() {
+fn a_json_mode_tools_call_round_trip_allocates_exactly_8_times() {
     json_round_trip_allocations(ResponseMode::Json);
 }
 

@@ -18,12 +18,22 @@ pub trait ToJson {
     /// # Errors
     /// [`EncodeError::Serialize`] when the value cannot be represented as JSON.
     fn write_json(&self, dst: &mut BytesMut) -> Result<(), EncodeError>;
+
+    /// About how many bytes [`write_json`](Self::write_json) appends, to size a buffer
+    /// once; 0 when unknown (the default).
+    fn len_hint(&self) -> usize {
+        0
+    }
 }
 
 impl ToJson for RawJson<'_> {
     fn write_json(&self, dst: &mut BytesMut) -> Result<(), EncodeError> {
         dst.extend_from_slice(self.as_str().as_bytes());
         Ok(())
+    }
+
+    fn len_hint(&self) -> usize {
+        self.as_str().len()
     }
 }
 
@@ -134,6 +144,22 @@ pub enum Outgoing<'a> {
 }
 
 impl Outgoing<'_> {
+    /// About how long the message's text is: its envelope and the payloads' hints, to
+    /// size a buffer with one allocation.
+    pub fn len_hint(&self) -> usize {
+        // `{"jsonrpc":"2.0","id":…,"result":…}` and the like: the fixed text, an id.
+        const ENVELOPE: usize = 64;
+        let payload = |p: Option<&dyn ToJson>| p.map_or(0, ToJson::len_hint);
+        ENVELOPE
+            + match *self {
+                Self::Request { method, params, .. } => method.len() + payload(params),
+                Self::Notification { method, params } => method.len() + payload(params),
+                Self::Response { result, .. } => result.len_hint(),
+                Self::Error { message, data, .. } => message.len() + payload(data),
+                Self::Cancelled { reason, .. } => 48 + reason.map_or(0, str::len),
+            }
+    }
+
     /// Appends the message's JSON text to `dst`.
     ///
     /// # Errors

@@ -77,6 +77,15 @@ fn unsupported_version(requested: &str) -> Refuse {
     )
 }
 
+/// 503: the entropy source gave only ids already in use (it is broken).
+fn no_session_id() -> Refuse {
+    Refuse::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "cannot mint a session id: the entropy source repeats",
+    )
+    .code(ErrorCode::INTERNAL_ERROR)
+}
+
 /// 404 for a session id the server does not know (SESSION-7).
 fn session_not_found() -> Refuse {
     Refuse::new(StatusCode::NOT_FOUND, "session not found").code(SESSION_NOT_FOUND)
@@ -500,7 +509,9 @@ impl Server {
                     .code(ErrorCode::INTERNAL_ERROR),
             );
         }
-        let s = self.new_session(now, version, false);
+        let Some(s) = self.new_session(now, version, false) else {
+            return Err(no_session_id());
+        };
         let e = self.exchanges.get_mut(&x).expect("exchange exists");
         e.session = Some(s);
         self.sessions.get_mut(&s).expect("new session").exchanges += 1;
@@ -513,8 +524,10 @@ impl Server {
         now: Instant,
         version: ProtocolVersion,
         legacy: bool,
-    ) -> u64 {
-        let wire = loop {
+    ) -> Option<u64> {
+        // A repeat means a broken entropy source: never hand out one id twice, and never
+        // spin on a source that repeats forever.
+        let (wire, header) = (0..4).find_map(|_| {
             let mut raw = [0u8; 16];
             self.entropy.fill(&mut raw);
             let mut hex = String::with_capacity(32);
@@ -522,17 +535,19 @@ impl Server {
                 hex.push(char::from(HEX[usize::from(b >> 4)]));
                 hex.push(char::from(HEX[usize::from(b & 15)]));
             }
-            // A repeat means a broken entropy source; never hand out one id twice.
-            if !self.session_ids.contains_key(hex.as_str()) {
-                break hex.into_boxed_str();
+            if self.session_ids.contains_key(hex.as_str()) {
+                return None;
             }
-        };
+            let header = HeaderValue::from_str(&hex).ok()?;
+            Some((hex.into_boxed_str(), header))
+        })?;
         let s = self.id();
         self.session_ids.insert(wire.clone(), s);
         self.sessions.insert(
             s,
             Session {
                 wire,
+                header,
                 version,
                 legacy,
                 initialized: !legacy,
@@ -545,7 +560,7 @@ impl Server {
                 server_requests: Default::default(),
             },
         );
-        s
+        Some(s)
     }
 
     /// Hands every message of a body to the application (or the correlation table) and
@@ -559,9 +574,18 @@ impl Server {
         envelopes: Envelopes,
     ) {
         let era = self.exchanges[&x].era;
-        let (items, batch) = match envelopes {
-            Envelopes::Single(m) => (vec![Ok(m)], false),
-            Envelopes::Batch(items) => (items, true),
+        // One message or a batch's, without collecting the one into a Vec.
+        let (mut single, mut many);
+        let (items, batch): (&mut dyn Iterator<Item = Result<Envelope, _>>, bool) = match envelopes
+        {
+            Envelopes::Single(m) => {
+                single = std::iter::once(Ok(m));
+                (&mut single, false)
+            }
+            Envelopes::Batch(items) => {
+                many = items.into_iter();
+                (&mut many, true)
+            }
         };
         let scope = session.unwrap_or(x);
         let mut immediate = Vec::new();
@@ -899,7 +923,9 @@ impl Server {
                     .code(ErrorCode::INTERNAL_ERROR),
             );
         }
-        let s = self.new_session(now, ProtocolVersion::V2024_11_05, true);
+        let Some(s) = self.new_session(now, ProtocolVersion::V2024_11_05, true) else {
+            return self.refuse(x, no_session_id());
+        };
         let session = self.sessions.get_mut(&s).expect("new session");
         session.exchanges += 1;
         let wire = session.wire.clone();
@@ -1052,8 +1078,13 @@ pub(super) fn json_head(status: StatusCode, len: usize) -> http::response::Parts
         HeaderValue::from_static("application/json"),
     );
     head.headers
-        .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+        .insert(header::CONTENT_LENGTH, content_length(len));
     head
+}
+
+/// `Content-Length`: the digits on the stack, copied once into the value.
+fn content_length(len: usize) -> HeaderValue {
+    HeaderValue::from_str(itoa::Buffer::new().format(len)).unwrap_or(HeaderValue::from_static("0"))
 }
 
 /// A head with no body headers.

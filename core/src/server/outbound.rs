@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http::StatusCode;
-use http::header::{self, HeaderValue};
+use http::header::{self, HeaderName, HeaderValue};
 
 use super::Server;
 use super::check::SESSION_ID;
@@ -211,7 +211,7 @@ impl Server {
         let delivery = match (stream, awaiting) {
             (Some(t), _) => self.emit(now, Route::Stream(t), message)?,
             (None, Some(x)) => {
-                let mut body = BytesMut::new();
+                let mut body = BytesMut::with_capacity(message.len_hint());
                 message.write(&mut body)?;
                 self.exchanges
                     .get_mut(&x)
@@ -455,9 +455,10 @@ impl Server {
     fn session_header_on(&self, head: &mut http::response::Parts, session: Option<u64>) {
         if let Some(s) = session.and_then(|s| self.sessions.get(&s))
             && !s.legacy
-            && let Ok(value) = HeaderValue::from_str(&s.wire)
         {
-            head.headers.insert(SESSION_ID, value);
+            // The value was made once with the session: a clone shares its bytes.
+            head.headers
+                .insert(HeaderName::from_static(SESSION_ID), s.header.clone());
         }
     }
 

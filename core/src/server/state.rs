@@ -111,6 +111,8 @@ impl Exchange {
 pub(super) struct Session {
     /// The `Mcp-Session-Id` value (32 lowercase hex digits).
     pub(super) wire: Box<str>,
+    /// The same id as a header value, made once.
+    pub(super) header: http::HeaderValue,
     pub(super) version: ProtocolVersion,
     pub(super) legacy: bool,
     /// `initialize` was received (a second one is refused, SESSION-11).
