@@ -1028,3 +1028,31 @@ fn batch_a_request_cancelled_in_its_own_batch_is_not_owed() {
     assert_eq!(body.as_array().unwrap().len(), 1);
     assert_eq!(body[0]["id"], 2);
 }
+
+#[test]
+fn session_2_an_entropy_source_that_repeats_gets_503_not_a_hang_and_never_a_shared_id() {
+    let mut h = Harness::new(Config::new());
+    h.server = mcpwire::server::Server::new(Config::new(), Box::new(|b: &mut [u8]| b.fill(7)));
+    let (first, _) = h.initialize(V3);
+    let x = h.post(
+        None,
+        None,
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#,
+    );
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 503);
+    assert!(
+        reply.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("entropy")
+    );
+    assert_eq!(h.server.session_count(), 1);
+    let x = h.post(
+        Some(&first),
+        Some(V3),
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    assert!(h.reply(x).head.is_none(), "the first session is unharmed");
+    assert_eq!(h.take_request().method(), "ping");
+}
