@@ -213,9 +213,7 @@ impl Client {
                 Err(_) => continue,
             };
             let last_id = decoder.last_event_id().to_owned();
-            if let Some(stream) = self.streams.get_mut(&t) {
-                stream.last_id = last_id;
-            }
+            self.note_last_id(t, last_id);
             match item {
                 Item::Event(event) => {
                     let kind = self.streams.get(&t).map(|s| s.kind);
@@ -243,9 +241,20 @@ impl Client {
         }) = self.exchanges.get(&x)
         {
             let last = decoder.last_event_id().to_owned();
-            if let Some(stream) = self.streams.get_mut(&t) {
-                stream.last_id = last;
-            }
+            self.note_last_id(t, last);
+        }
+    }
+
+    /// The last event id a connection's decoder holds becomes its stream's. The id
+    /// belongs to the stream, not to one connection: each connection's decoder starts
+    /// with none, so a connection that brought no id (an up-to-date resume, closed at
+    /// once by polling) leaves the stream's id as it was. (An explicit empty `id`, which
+    /// no resuming server sends, is not taken as a reset.)
+    fn note_last_id(&mut self, t: u64, last_id: String) {
+        if let Some(stream) = self.streams.get_mut(&t)
+            && !last_id.is_empty()
+        {
+            stream.last_id = last_id;
         }
     }
 
