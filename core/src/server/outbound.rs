@@ -331,21 +331,24 @@ impl Server {
         }
     }
 
-    /// Queues body bytes on a connection; a reader that falls `max_unsent` behind is
-    /// ended (its stream stays resumable from the last frame it was handed).
+    /// Queues body bytes on a connection; a reader already more than `max_unsent` behind
+    /// when the next frame comes is ended instead (its stream stays resumable from the
+    /// last frame it was handed). The check is on what is already queued, so a frame
+    /// larger than the bound still goes to a reader that keeps up, and frames queued in
+    /// the same call as it (a priming event) are not thrown away with it.
     fn push_data(&mut self, x: u64, frame: Bytes) {
-        self.push(x, Transmit::Data(frame));
         let Some(e) = self.exchanges.get_mut(&x) else {
             return;
         };
-        if e.unsent > self.config.max_unsent {
-            e.out.retain(|t| matches!(t, Transmit::Head(_)));
-            e.unsent = 0;
-            if let Some(t) = e.stream.take() {
-                self.detach(t, x);
-            }
-            self.push(x, Transmit::End);
+        if e.unsent <= self.config.max_unsent {
+            return self.push(x, Transmit::Data(frame));
         }
+        e.out.retain(|t| matches!(t, Transmit::Head(_)));
+        e.unsent = 0;
+        if let Some(t) = e.stream.take() {
+            self.detach(t, x);
+        }
+        self.push(x, Transmit::End);
     }
 
     /// A request is answered or cancelled: forget it and let its stream or JSON body go
