@@ -63,8 +63,9 @@
 //!    - `Timeout`: at or after its deadline; and not if the server accepted its answer
 //!      (`Sent`/`Retained`) at least [`QUIET`] before the deadline with no fault touching
 //!      the client from then to the deadline (that would be a silent loss).
-//!    - `StreamLost` (a stream with no event id broke): a fault touched the client during
-//!      the request's life.
+//!    - `StreamLost` (a stream with no event id broke): the POST that carried the request
+//!      was cut or held, or the server expired the session or restarted during the
+//!      request's life.
 //!    - `ResumeFailed { status: 400, message ~ "no longer retained" }` (the server reported
 //!      a gap): the seed has small rings, and the net saw that refusal sent to this client.
 //!    - `ResumeFailed { status: 0, .. }` (attempts ran out): the client's GETs failed to
@@ -533,6 +534,8 @@ struct Inc {
     get_failures: Vec<Instant>,
     /// When it was sent a gap refusal.
     gaps: Vec<Instant>,
+    /// Its requests whose POST was cut or held.
+    faulted_posts: BTreeSet<RequestId>,
     closing: bool,
     closed: bool,
     connect_failed: bool,
@@ -600,6 +603,8 @@ struct Conn {
     head_seen: bool,
     status: u16,
     error_body: Vec<u8>,
+    /// The request a POST carries, if any.
+    carries: Option<RequestId>,
     /// A GET's body until it shows a dispatched event id (then `saw_id`).
     scan: Vec<u8>,
     saw_id: bool,
@@ -950,6 +955,11 @@ impl Sim {
                         String::from_utf8_lossy(&body)
                     )
                 });
+                let carries = serde_json::from_slice::<serde_json::Value>(&body)
+                    .ok()
+                    .filter(|v| v.get("method").is_some())
+                    .and_then(|v| v.get("id")?.as_i64())
+                    .map(RequestId::int);
                 let mut up = VecDeque::new();
                 up.push_back(Up::Head(head));
                 for chunk in self.split(body) {
@@ -984,6 +994,7 @@ impl Sim {
                         head_seen: false,
                         status: 0,
                         error_body: Vec::new(),
+                        carries,
                         scan: Vec::new(),
                         saw_id: false,
                         dead: false,
@@ -1104,6 +1115,7 @@ impl Sim {
             let i = conn.inc;
             let until = self.now + hold;
             self.incs[i].faults.push((self.now, until, Fault::Hold));
+            self.post_faulted(c);
             self.stats.holds += 1;
             self.log(|| format!("net {c}: reader held for {hold:?}"));
             self.at(until, Action::Release(c));
@@ -1221,6 +1233,7 @@ impl Sim {
         self.stats.cuts += 1;
         let until = now + server_lag.max(client_lag);
         self.incs[i].faults.push((now, until, Fault::Cut));
+        self.post_faulted(c);
         if get && !head_seen {
             self.incs[i].get_failures.push(now);
         }
@@ -1260,6 +1273,15 @@ impl Sim {
         let i = conn.inc;
         if let Some(wire) = self.incs[i].wire.clone() {
             self.incs[i].idless.push((wire, self.now));
+        }
+    }
+
+    /// A fault hit exchange `c`: the request its POST carries may be lost with it.
+    fn post_faulted(&mut self, c: u64) {
+        let conn = &self.conns[&c];
+        if let Some(id) = conn.carries.clone() {
+            let i = conn.inc;
+            self.incs[i].faulted_posts.insert(id);
         }
     }
 
@@ -1314,6 +1336,7 @@ impl Sim {
                 if conn.get && !conn.head_seen {
                     self.incs[i].get_failures.push(now);
                 }
+                self.post_faulted(c);
                 self.incs[i].client.handle_failure(now, cx);
             }
             self.forget(c);
@@ -1342,6 +1365,7 @@ impl Sim {
             faults: Vec::new(),
             get_failures: Vec::new(),
             gaps: Vec::new(),
+            faulted_posts: BTreeSet::new(),
             closing: false,
             closed: false,
             connect_failed: false,
@@ -1559,9 +1583,16 @@ impl Sim {
                 }
             }
             RequestError::StreamLost => {
+                // Without an id nothing was resumed: only its POST matters, or the
+                // server ending the session under it (or restarting).
                 self.stats.stream_lost += 1;
-                (!inc.touched(issued, now))
-                    .then(|| "stream lost with no fault touching the client".to_owned())
+                let ended = inc
+                    .faults
+                    .iter()
+                    .any(|&(a, _, f)| matches!(f, Fault::Expired | Fault::Restart) && a >= issued);
+                (!inc.faulted_posts.contains(id) && !ended).then(|| {
+                    "stream lost, though its POST was neither cut nor held and its session did not end".to_owned()
+                })
             }
             RequestError::ResumeFailed {
                 status: 400,
