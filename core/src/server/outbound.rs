@@ -343,12 +343,43 @@ impl Server {
         if e.unsent <= self.config.max_unsent {
             return self.push(x, Transmit::Data(frame));
         }
-        e.out.retain(|t| matches!(t, Transmit::Head(_)));
+        let head = match e.out.front() {
+            Some(Transmit::Head(_)) => e.out.pop_front(),
+            _ => None,
+        };
+        let mut untaken = std::mem::replace(&mut e.out, head.into_iter().collect());
+        untaken.push_back(Transmit::Data(frame));
         e.unsent = 0;
         if let Some(t) = e.stream.take() {
+            self.keep_untaken(t, x, untaken);
             self.detach(t, x);
         }
         self.push(x, Transmit::End);
+    }
+
+    /// `x`, the live connection of `t`, goes with transmits the driver never took. On a
+    /// GET stream their frames go back to the backlog: no reader saw them, so the next
+    /// connection gets them, as a fresh GET gets what no connection took (a resume
+    /// replays them from the ring anyway). Heartbeats are dropped.
+    pub(super) fn keep_untaken(
+        &mut self,
+        t: u64,
+        x: u64,
+        untaken: std::collections::VecDeque<Transmit>,
+    ) {
+        let Some(stream) = self.streams.get_mut(&t) else {
+            return;
+        };
+        if stream.conn != Some(x) || stream.kind != StreamKind::Get {
+            return;
+        }
+        for t in untaken.into_iter().rev() {
+            if let Transmit::Data(frame) = t
+                && frame != HEARTBEAT
+            {
+                stream.backlog.push_front(frame);
+            }
+        }
     }
 
     /// A request is answered or cancelled: forget it and let its stream or JSON body go
