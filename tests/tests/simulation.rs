@@ -331,3 +331,59 @@ fn resume_4_http_get_9_a_409_to_a_resume_is_tried_again_within_the_budget() {
         "{events:?}"
     );
 }
+
+/// Seeds 7, 1476: a slow reader of the standalone stream was ended at the unsent bound
+/// before it took its first frame; the frames it never took were thrown away, so the
+/// client, which saw no id, reconnected with a fresh GET and never got them. Frames no
+/// reader took go back to the backlog, as the backlog's rule says (HTTP-GET-4): the next
+/// connection gets them. Likewise when the connection goes with frames untaken.
+#[test]
+fn http_get_4_frames_a_gone_or_slow_reader_never_took_go_to_the_next_get() {
+    use mcpwire::server::{Target, Transmit};
+    use mcpwire_tests::server::Harness;
+    for slow in [true, false] {
+        let config = server::Config::new()
+            .with_max_unsent(100)
+            .with_heartbeat(None);
+        let mut h = Harness::new(config);
+        let (sid, session) = h.initialize("2025-06-18");
+        let get = Harness::head(
+            "GET",
+            "/mcp",
+            &[("accept", "text/event-stream"), ("mcp-session-id", &sid)],
+        );
+        let g = h.server.handle_head(h.now, get);
+        // The driver takes nothing while the server writes.
+        for k in 1..=3 {
+            let text = format!(r#"{{"k":{k}}}"#);
+            let params = RawJson::new(&text).unwrap();
+            let _ = h
+                .server
+                .notify(
+                    h.now,
+                    Target::Session(session),
+                    "notifications/message",
+                    Some(&params),
+                )
+                .unwrap();
+        }
+        if slow {
+            let mut taken = Vec::new();
+            while let Some(t) = h.server.poll_transmit(g) {
+                taken.push(matches!(t, Transmit::Data(_)));
+            }
+            assert_eq!(taken, [false, false], "ended at the bound: head, end");
+        } else {
+            h.server.handle_disconnect(h.now, g);
+        }
+        h.drain();
+        let fresh = h.get(&sid, None);
+        let ks: Vec<_> = h
+            .reply(fresh)
+            .messages()
+            .iter()
+            .map(|m| m["params"]["k"].as_i64().unwrap())
+            .collect();
+        assert_eq!(ks, [1, 2, 3], "slow {slow}");
+    }
+}
