@@ -48,14 +48,14 @@
 //!    ends once (its response, its timeout, or its session's end), and `Cancelled` comes
 //!    only for a request its client cancelled or timed out.
 //!
-//!    *The one exception*: a message the server handed to a standalone-stream GET on
-//!    which the client then saw no event id at all (the connection broke, or a slow
-//!    reader was ended, before the first id arrived) is lost unreported. The client has
-//!    no id to resume from, and a GET without `Last-Event-ID` gets only what no
-//!    connection took (the server's documented rule): the wire cannot say "I saw none of
-//!    it" apart from "start afresh". A `seq` skip is allowed exactly when such a GET of
-//!    that session ended after the last `seq` arrived; [`Stats::idless_losses`] counts
-//!    them. (On a POST stream the same break is reported: `StreamLost`.)
+//!    *The one exception*: a message the server handed to a standalone-stream GET that
+//!    then broke before the client saw any event id on it, the message lost in the
+//!    network, is lost unreported. The client has no id to resume from, and a GET
+//!    without `Last-Event-ID` gets only what no connection took (the server's documented
+//!    rule; frames the driver never took count as not taken): the wire cannot say "I saw
+//!    none of it" apart from "start afresh". A `seq` skip is allowed exactly when such a
+//!    GET of that session was cut after the last `seq` arrived; [`Stats::idless_losses`]
+//!    counts them. (On a POST stream the same break is reported: `StreamLost`.)
 //! 3. **Losses only with a cause**: a failure is allowed only as follows, where a *fault
 //!    touching* a client incarnation means a cut of one of its exchanges, a slow-reader
 //!    hold on one, a restart, or the server expiring its session, during the interval
@@ -547,7 +547,7 @@ struct Inc {
     asked: BTreeSet<(String, RequestId)>,
     /// The last standalone-stream `seq` delivered, and when, per session id.
     seq: BTreeMap<String, (u64, Instant)>,
-    /// When a GET of a session (by id) ended before the client saw any event id on it.
+    /// When a GET of a session (by id) was cut before the client saw any event id on it.
     idless: Vec<(String, Instant)>,
 }
 
@@ -1202,7 +1202,6 @@ impl Sim {
                     self.stats.gaps += 1;
                     self.incs[i].gaps.push(now);
                 }
-                self.idless_end(c);
                 self.log(|| format!("net {c}: end"));
                 self.incs[i].client.handle_body_end(now, cx);
                 self.forget(c);
@@ -1262,8 +1261,9 @@ impl Sim {
         }
     }
 
-    /// A GET ended (or broke) before the client saw any event id on it: what the server
-    /// handed it cannot be resumed (the property's one exception, see the module docs).
+    /// A GET broke before the client saw any event id on it: what the server handed it
+    /// and the network lost cannot be resumed (the property's one exception, see the
+    /// module docs).
     fn idless_end(&mut self, c: u64) {
         let conn = &self.conns[&c];
         let refused = conn.head_seen && conn.status != 200;
