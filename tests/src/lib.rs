@@ -14,11 +14,14 @@
 //! - [`server_ops`]: an op model of a server's life (client moves, time, the
 //!   application's sends) built from bytes, run with every invariant checked after each
 //!   op; shared by the `server_props` proptest and the `server_requests` fuzz target.
+//! - [`sim`]: a deterministic simulation of many clients and one server over a faulty
+//!   network on a virtual clock, with the properties checked on every seed.
 
 pub mod alloc;
 pub mod pair;
 pub mod server;
 pub mod server_ops;
+pub mod sim;
 
 /// Spec-literal oracles: naive transcriptions of the specifications the core implements.
 pub mod reference {

@@ -464,12 +464,7 @@ impl Client {
             }
             StreamKind::Post if stream.owed.is_empty() => return self.remove_stream(t),
             StreamKind::Post if stream.last_id.is_empty() => {
-                let owed: Vec<RequestId> = stream.owed.iter().cloned().collect();
-                self.remove_stream(t);
-                if self.init_id.as_ref().is_some_and(|i| owed.contains(i)) {
-                    return self.connect_failed(RequestError::StreamLost);
-                }
-                return self.fail_ids(&owed, RequestError::StreamLost);
+                return self.stream_failed(t, RequestError::StreamLost);
             }
             StreamKind::Post | StreamKind::Get => {}
         }
@@ -493,13 +488,17 @@ impl Client {
         self.timers.insert((now + delay, t));
     }
 
-    /// A stream cannot go on: its requests fail.
+    /// A stream cannot go on: its requests fail (the handshake, if it owed the
+    /// `initialize` response).
     pub(super) fn stream_failed(&mut self, t: u64, error: RequestError) {
         let Some(stream) = self.streams.get(&t) else {
             return;
         };
         let owed: Vec<RequestId> = stream.owed.iter().cloned().collect();
         self.remove_stream(t);
+        if self.init_id.as_ref().is_some_and(|i| owed.contains(i)) {
+            return self.connect_failed(error);
+        }
         self.fail_ids(&owed, error);
     }
 

@@ -33,7 +33,9 @@
 //!   came, a capped exponential backoff with jitter from the injected
 //!   [`Entropy`](crate::Entropy); each stream has a budget of attempts. Without an id a
 //!   POST stream cannot be resumed: its requests fail with [`RequestError::StreamLost`].
-//!   A refused resume (a gap, §14.3) fails exactly that stream's requests.
+//!   A refused resume (a gap, §14.3) fails exactly that stream's requests; a 409 (the
+//!   server still holds a connection of the stream that broke on this side, HTTP-GET-9)
+//!   is tried again, from the same budget.
 //! - **Sessions**: 404 to a request that carried a session id ends the session
 //!   (SESSION-8): every request in flight fails, and the client re-initializes if
 //!   configured to. 405 to GET means no standalone stream, and is not an error (HTTP-GET-3).
@@ -601,6 +603,11 @@ impl Client {
                     return self.connect_failed(error);
                 }
                 self.fail_ids(&ids, error);
+            }
+            (ExKind::Get { stream }, Body::Error(StatusCode::CONFLICT, _)) => {
+                // HTTP-GET-9: the server still holds a connection of the stream, one this
+                // client lost (the server has not noticed yet): try again, within budget.
+                self.stream_ended(now, stream, x.0);
             }
             (ExKind::Get { stream }, Body::Error(status, buf)) => {
                 let legacy = self

@@ -222,8 +222,10 @@ impl Config {
     }
 
     /// The most bytes one connection may have queued and not yet taken by the driver. A
-    /// reader that falls this far behind is closed (its stream stays resumable from the
-    /// last event it was handed), so a slow reader costs at most this much beyond the ring.
+    /// reader more than this far behind when the next frame comes is closed (its stream
+    /// stays resumable from the last event it was handed), so a slow reader costs at most
+    /// this much, plus one frame, beyond the ring; a reader that keeps up is never closed,
+    /// however large a frame.
     pub fn with_max_unsent(mut self, bytes: usize) -> Self {
         self.max_unsent = bytes;
         self

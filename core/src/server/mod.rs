@@ -399,6 +399,7 @@ impl Server {
             }
         }
         if let Some(t) = e.stream {
+            self.keep_untaken(t, x, e.out);
             self.detach(t, x);
         }
         if let Some(s) = e.session {

@@ -356,20 +356,54 @@ impl Server {
         }
     }
 
-    /// Queues body bytes on a connection; a reader that falls `max_unsent` behind is
-    /// ended (its stream stays resumable from the last frame it was handed).
+    /// Queues body bytes on a connection; a reader already more than `max_unsent` behind
+    /// when the next frame comes is ended instead (its stream stays resumable from the
+    /// last frame it was handed). The check is on what is already queued, so a frame
+    /// larger than the bound still goes to a reader that keeps up, and frames queued in
+    /// the same call as it (a priming event) are not thrown away with it.
     fn push_data(&mut self, x: u64, frame: Bytes) {
-        self.push(x, Transmit::Data(frame));
         let Some(e) = self.exchanges.get_mut(&x) else {
             return;
         };
-        if e.unsent > self.config.max_unsent {
-            e.out.retain(|t| matches!(t, Transmit::Head(_)));
-            e.unsent = 0;
-            if let Some(t) = e.stream.take() {
-                self.detach(t, x);
+        if e.unsent <= self.config.max_unsent {
+            return self.push(x, Transmit::Data(frame));
+        }
+        let head = match e.out.front() {
+            Some(Transmit::Head(_)) => e.out.pop_front(),
+            _ => None,
+        };
+        let mut untaken = std::mem::replace(&mut e.out, head.into_iter().collect());
+        untaken.push_back(Transmit::Data(frame));
+        e.unsent = 0;
+        if let Some(t) = e.stream.take() {
+            self.keep_untaken(t, x, untaken);
+            self.detach(t, x);
+        }
+        self.push(x, Transmit::End);
+    }
+
+    /// `x`, the live connection of `t`, goes with transmits the driver never took. On a
+    /// GET stream their frames go back to the backlog: no reader saw them, so the next
+    /// connection gets them, as a fresh GET gets what no connection took (a resume
+    /// replays them from the ring anyway). Heartbeats are dropped.
+    pub(super) fn keep_untaken(
+        &mut self,
+        t: u64,
+        x: u64,
+        untaken: std::collections::VecDeque<Transmit>,
+    ) {
+        let Some(stream) = self.streams.get_mut(&t) else {
+            return;
+        };
+        if stream.conn != Some(x) || stream.kind != StreamKind::Get {
+            return;
+        }
+        for t in untaken.into_iter().rev() {
+            if let Transmit::Data(frame) = t
+                && frame != HEARTBEAT
+            {
+                stream.backlog.push_front(frame);
             }
-            self.push(x, Transmit::End);
         }
     }
 
