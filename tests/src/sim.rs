@@ -55,7 +55,10 @@
 //!    rule; frames the driver never took count as not taken): the wire cannot say "I saw
 //!    none of it" apart from "start afresh". A `seq` skip is allowed exactly when such a
 //!    GET of that session was cut after the last `seq` arrived; [`Stats::idless_losses`]
-//!    counts them. (On a POST stream the same break is reported: `StreamLost`.)
+//!    counts them. (On a POST stream the same break is reported: `StreamLost`.) A skip
+//!    is also allowed after the client reported `Event::StreamReset` for that session
+//!    (its resume of the standalone stream failed, allowed on the `ResumeFailed` rules
+//!    below); [`Stats::reset_losses`] counts those.
 //! 3. **Losses only with a cause**: a failure is allowed only as follows, where a *fault
 //!    touching* a client incarnation means a cut of one of its exchanges, a slow-reader
 //!    hold on one, a restart, or the server expiring its session, during the interval
@@ -249,6 +252,8 @@ pub struct Stats {
     pub incarnations: u64,
     /// Standalone-stream messages lost to a GET the client saw no id on (the exception).
     pub idless_losses: u64,
+    /// Standalone-stream messages lost, and reported, by a failed resume of that stream.
+    pub reset_losses: u64,
 }
 
 impl Stats {
@@ -274,6 +279,7 @@ impl Stats {
         self.gaps += other.gaps;
         self.incarnations += other.incarnations;
         self.idless_losses += other.idless_losses;
+        self.reset_losses += other.reset_losses;
     }
 }
 
@@ -549,6 +555,8 @@ struct Inc {
     seq: BTreeMap<String, (u64, Instant)>,
     /// When a GET of a session (by id) was cut before the client saw any event id on it.
     idless: Vec<(String, Instant)>,
+    /// When the client reported a reset of a session's standalone stream.
+    resets: Vec<(String, Instant)>,
 }
 
 impl Inc {
@@ -1375,6 +1383,7 @@ impl Sim {
             asked: BTreeSet::new(),
             seq: BTreeMap::new(),
             idless: Vec::new(),
+            resets: Vec::new(),
         });
         Some(i)
     }
@@ -1550,6 +1559,28 @@ impl Sim {
                 self.log(|| format!("client {i}: closed"));
                 self.incs[i].closed = true;
             }
+            client::Event::StreamReset { error } => {
+                let gap = matches!(&error, RequestError::ResumeFailed { status: 400, message } if message.contains("no longer retained"));
+                let ok = match &error {
+                    _ if gap => {
+                        self.plan.small_rings && self.incs[i].gaps.iter().any(|&g| g <= self.now)
+                    }
+                    RequestError::ResumeFailed { status: 0, .. } => {
+                        let max = self.slots[self.incs[i].slot].plan.max_attempts as usize;
+                        self.incs[i].get_failures.len() >= max
+                    }
+                    _ => false,
+                };
+                if !ok {
+                    self.violation(format!(
+                        "client {i}: a stream reset without a cause: {error:?}"
+                    ));
+                }
+                if let Some(wire) = self.incs[i].wire.clone() {
+                    let now = self.now;
+                    self.incs[i].resets.push((wire, now));
+                }
+            }
             other => self.violation(format!("client {i}: unexpected event {other:?}")),
         }
     }
@@ -1704,8 +1735,14 @@ impl Sim {
             .idless
             .iter()
             .any(|(w, at)| *w == wire && *at >= since);
+        let reset = self.incs[i]
+            .resets
+            .iter()
+            .any(|(w, at)| *w == wire && *at >= since);
         if seq > last + 1 && idless {
             self.stats.idless_losses += seq - last - 1;
+        } else if seq > last + 1 && reset {
+            self.stats.reset_losses += seq - last - 1;
         } else if seq != last + 1 {
             self.violation(format!(
                 "client {i}: standalone stream of session {wire}: seq {seq} after {last} ({text})"

@@ -825,3 +825,82 @@ fn resume_12_a_resumed_connection_that_brings_no_event_keeps_the_id_to_resume_fr
     );
     let _ = t;
 }
+
+#[test]
+fn a_refused_resume_of_the_get_stream_is_reported_and_a_fresh_one_opened() {
+    let (mut c, now) = {
+        let mut c = Client::new(client::Config::new(Pair::endpoint()), counter_entropy(3));
+        let now = std::time::Instant::now();
+        c.connect(now);
+        let Some(client::Transmit::Request { exchange: x, .. }) = c.poll_transmit() else {
+            panic!()
+        };
+        c.handle_head(
+            now,
+            x,
+            response_head(
+                200,
+                &[
+                    ("content-type", "application/json"),
+                    ("mcp-session-id", "s-1"),
+                ],
+            ),
+        );
+        c.handle_body(
+            now,
+            x,
+            Bytes::from_static(
+                br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}"#,
+            ),
+        );
+        c.handle_body_end(now, x);
+        (c, now)
+    };
+    let mut gets = Vec::new();
+    while let Some(t) = c.poll_transmit() {
+        if let client::Transmit::Request { exchange, head, .. } = t
+            && head.method == "GET"
+        {
+            gets.push(exchange);
+        }
+    }
+    let g = gets[0];
+    c.handle_head(
+        now,
+        g,
+        response_head(200, &[("content-type", "text/event-stream")]),
+    );
+    c.handle_body(now, g, Bytes::from_static(b"id: a:1:0\ndata:\n\n"));
+    c.handle_failure(now, g);
+    let at = c.poll_timeout().unwrap();
+    c.handle_timeout(at);
+    let Some(client::Transmit::Request {
+        exchange: r, head, ..
+    }) = c.poll_transmit()
+    else {
+        panic!()
+    };
+    assert_eq!(header(&head, "last-event-id"), Some("a:1:0"));
+    c.handle_head(
+        at,
+        r,
+        response_head(400, &[("content-type", "application/json")]),
+    );
+    c.handle_body(at, r, Bytes::from_static(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"events after Last-Event-ID are no longer retained"}}"#));
+    c.handle_body_end(at, r);
+    let reset = std::iter::from_fn(|| c.poll_event()).find_map(|e| match e {
+        client::Event::StreamReset { error } => Some(error),
+        _ => None,
+    });
+    assert!(
+        matches!(reset, Some(RequestError::ResumeFailed { status: 400, .. })),
+        "{reset:?}"
+    );
+    let at = c.poll_timeout().expect("a fresh GET is scheduled");
+    c.handle_timeout(at);
+    let Some(client::Transmit::Request { head, .. }) = c.poll_transmit() else {
+        panic!()
+    };
+    assert_eq!(head.method, "GET");
+    assert_eq!(header(&head, "last-event-id"), None, "a fresh stream");
+}

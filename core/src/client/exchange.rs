@@ -464,13 +464,14 @@ impl Client {
             }
             StreamKind::Post if stream.owed.is_empty() => return self.remove_stream(t),
             StreamKind::Post if stream.last_id.is_empty() => {
-                return self.stream_failed(t, RequestError::StreamLost);
+                return self.stream_failed(now, t, RequestError::StreamLost);
             }
             StreamKind::Post | StreamKind::Get => {}
         }
         stream.attempts += 1;
         if stream.attempts > self.config.max_attempts {
             return self.stream_failed(
+                now,
                 t,
                 RequestError::ResumeFailed {
                     status: 0,
@@ -490,16 +491,26 @@ impl Client {
 
     /// A stream cannot go on: its requests fail (the handshake, if it owed the
     /// `initialize` response).
-    pub(super) fn stream_failed(&mut self, t: u64, error: RequestError) {
+    pub(super) fn stream_failed(&mut self, now: Instant, t: u64, error: RequestError) {
         let Some(stream) = self.streams.get(&t) else {
             return;
         };
         let owed: Vec<RequestId> = stream.owed.iter().cloned().collect();
+        let standalone = stream.kind == StreamKind::Get;
         self.remove_stream(t);
         if self.init_id.as_ref().is_some_and(|i| owed.contains(i)) {
             return self.connect_failed(error);
         }
-        self.fail_ids(&owed, error);
+        self.fail_ids(&owed, error.clone());
+        if standalone && self.phase == Phase::Connected {
+            // The standalone stream owes no response, but the server's messages since its
+            // last event may be gone: say so, and open a fresh one so later ones arrive.
+            self.events.push_back(Event::StreamReset { error });
+            let fresh = self.new_stream(StreamKind::Get, &[]);
+            self.get_stream = Some(fresh);
+            let delay = self.backoff(1);
+            self.timers.insert((now + delay, fresh));
+        }
     }
 
     /// GETs stream `t` again: a resume after its last id, or a fresh GET stream.

@@ -441,7 +441,7 @@ impl Client {
         let status = head.status;
         let media = media_type(&head.headers);
         if status == StatusCode::UNAUTHORIZED {
-            return self.unauthorized(x.0, &head.headers);
+            return self.unauthorized(now, x.0, &head.headers);
         }
         match &e.kind {
             ExKind::Post { ids } => {
@@ -519,7 +519,7 @@ impl Client {
 
     /// 401 (SEC-5, SEC-6): the request fails with the server's `WWW-Authenticate`
     /// challenge, for the application to obtain a token and connect again.
-    fn unauthorized(&mut self, x: u64, headers: &http::HeaderMap) {
+    fn unauthorized(&mut self, now: Instant, x: u64, headers: &http::HeaderMap) {
         let challenge = headers
             .get(header::WWW_AUTHENTICATE)
             .and_then(|v| v.to_str().ok())
@@ -546,7 +546,7 @@ impl Client {
                 {
                     return self.connect_failed(error);
                 }
-                self.stream_failed(t, error);
+                self.stream_failed(now, t, error);
             }
             ExKind::Delete => {}
         }
@@ -620,7 +620,7 @@ impl Client {
                     self.remove_stream(stream);
                     return self.connect_failed(RequestError::Http { status, message });
                 }
-                self.stream_failed(stream, RequestError::ResumeFailed { status, message });
+                self.stream_failed(now, stream, RequestError::ResumeFailed { status, message });
             }
             (_, Body::Sse(mut decoder, t)) => {
                 decoder.finish();

@@ -86,6 +86,13 @@ pub enum Event {
     /// A server→client request: answer with
     /// [`Client::respond`](super::Client::respond).
     Request(Envelope),
+    /// The standalone GET stream could not be resumed (the server refused, or the
+    /// attempts ran out): server messages sent since its last event may be lost. A fresh
+    /// GET stream is opened after a backoff.
+    StreamReset {
+        /// Why the resume failed.
+        error: RequestError,
+    },
     /// The server ended the session (404, SESSION-8); every request in flight failed. The
     /// client re-initializes if configured to, else it is closed.
     SessionExpired,
