@@ -425,5 +425,3 @@ impl Server {
     }
 }
 
-#[cfg(test)]
-mod tests;
