@@ -5,7 +5,8 @@
 //! (`fn resume_6_never_replays_another_stream`). A reader must be able to look each one
 //! up in the repository itself. These tests walk the repository's text files (`core/`,
 //! `adapters/`, `tests/`, `benches/`, the `fuzz/` sources, `docs/`, `.ci/`, `README.md`;
-//! not `target/` nor the fuzz corpora and artifacts), collect every citation and check
+//! not `target/`, the fuzz corpora and artifacts, nor the npm packages that the interop
+//! tests install in `tests/interop/node_modules/`), collect every citation and check
 //! it against the definitions: a table row whose first cell is the id, or a heading
 //! `§14.N …` (`§N …` for a whole section).
 //!
@@ -121,7 +122,9 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.path();
         if path.is_dir() {
             let rel = relative(root, &path);
-            let skipped = path.file_name().is_some_and(|name| name == "target")
+            let skipped = path
+                .file_name()
+                .is_some_and(|name| name == "target" || name == "node_modules")
                 || SKIPPED_DIRS.contains(&rel.as_str());
             if !skipped {
                 walk(root, &path, out);

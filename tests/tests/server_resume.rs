@@ -282,6 +282,40 @@ fn resume_9_resume_10_polling_closes_after_the_priming_event_and_the_client_come
 }
 
 #[test]
+fn resume_8_resume_10_a_resume_with_nothing_to_replay_is_primed_before_a_polling_close() {
+    let mut h = Harness::new(sse().with_polling(Some(Duration::ZERO)));
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    let request = h.take_request();
+    h.advance(Duration::ZERO);
+    assert!(h.reply(x).ended, "closed after the priming event");
+    let priming = h.reply(x).events()[0].id().to_owned();
+    // The client is back before anything new was sent: the connection it gets is closed
+    // at once too, but not before it carried a `retry` and an id to come back with.
+    let g = h.get(&sid, Some(&priming));
+    h.advance(Duration::ZERO);
+    let reply = h.reply(g);
+    assert_eq!(reply.status(), 200);
+    assert!(reply.ended, "closed by polling");
+    assert!(
+        matches!(reply.items()[0], mcpwire::sse::Item::Retry(_)),
+        "retry before the close"
+    );
+    let events = reply.events();
+    assert_eq!(events.len(), 1, "one priming event");
+    assert_eq!(events[0].data(), "");
+    let fresh = events[0].id().to_owned();
+    assert_ne!(fresh, priming);
+    // The fresh id is a cursor of the same stream: what came after it is replayed.
+    assert_eq!(progress(&mut h, request.handle(), 1), Delivery::Retained);
+    h.answer(&request, "{}");
+    let g = h.get(&sid, Some(&fresh));
+    let messages = h.reply(g).messages();
+    assert_eq!(progress_values(&messages), [1]);
+    assert_eq!(messages.last().unwrap()["id"], 7);
+}
+
+#[test]
 fn polling_a_long_stream_is_closed_after_the_configured_time_and_resumes_live() {
     let mut h = Harness::new(
         sse()

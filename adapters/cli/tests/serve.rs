@@ -2,46 +2,14 @@
 //! over plain HTTP/1.0 (so each body ends with its connection and needs no chunk
 //! decoding). The process is killed at the end of each test, and every read is bounded.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
-
-/// The server process, killed when dropped.
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(args: &[&str]) -> Server {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .args(args)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mcpwire runs");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    // Keep draining stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in stderr.lines() {});
-    Server { child, addr }
-}
+use common::{BIN, Server, start};
 
 /// One request; returns the head (lowercased names) and the body.
 fn request(server: &Server, method: &str, session: Option<&str>, body: &str) -> (String, String) {

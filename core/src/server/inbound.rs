@@ -874,11 +874,19 @@ impl Server {
             }
         };
         self.stream_head(x);
-        let backlog = std::mem::take(&mut self.streams.get_mut(&t).expect("stream exists").backlog);
+        let stream = self.streams.get_mut(&t).expect("stream exists");
         // The backlog's frames are in the ring too, so the replay covers them.
-        drop(backlog);
+        drop(std::mem::take(&mut stream.backlog));
+        // With nothing to replay, an unfinished primed stream gets a fresh priming event
+        // (§14.4), so that this connection too hands the client an id and a `retry`
+        // before a polling close can end it (RESUME-8, RESUME-10).
+        let prime = frames.is_empty() && stream.primed && !stream.done;
+        let ring = stream.ring;
         for frame in frames {
             self.push(x, Transmit::Data(frame));
+        }
+        if prime && let Some(ring) = ring {
+            self.prime(now, s, ring, x);
         }
         self.attach(now, t, x);
     }

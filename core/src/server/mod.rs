@@ -64,7 +64,8 @@
 //!   a 2025-11-25 session starts with a priming event carrying `retry` (RESUME-8,
 //!   RESUME-10). A live connection is the stream's tail: every frame is appended to the
 //!   ring, then handed to the connection; a resume writes the ring's frames after the
-//!   id, then the connection becomes the tail. Both happen within one call of the core,
+//!   id (or, with none, a fresh priming event, §14.4), then the connection becomes the
+//!   tail. Both happen within one call of the core,
 //!   so a frame cannot be repeated or skipped between replay and live (the races of
 //!   rmcp 3.11 and the Python SDK 2.3 cannot be written). A connection whose unsent bytes
 //!   pass [`Config::with_max_unsent`] is ended; the client resumes from its last id.

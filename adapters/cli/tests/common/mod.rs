@@ -1,0 +1,61 @@
+//! Shared by the cli crate's tests: `mcpwire serve` on an ephemeral loopback port, killed
+//! when dropped, its address read from its first stderr line within a bounded wait.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The `mcpwire` binary under test.
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
+
+/// How long a starting server may take to print its address.
+const STARTUP: Duration = Duration::from_secs(15);
+
+/// The server process, killed when dropped.
+pub(crate) struct Server {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    pub(crate) addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `mcpwire serve --addr 127.0.0.1:0` with `args` after it.
+pub(crate) fn start(args: &[&str]) -> Server {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcpwire runs");
+    let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+    let (tx, rx) = mpsc::channel();
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || {
+        let mut lines = stderr.lines();
+        let _ = tx.send(lines.next());
+        for _ in lines {}
+    });
+    let mut server = Server {
+        child,
+        addr: String::new(),
+    };
+    let line = match rx.recv_timeout(STARTUP) {
+        Ok(Some(Ok(line))) => line,
+        other => panic!("mcpwire serve printed no address within {STARTUP:?}: {other:?}"),
+    };
+    server.addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    server
+}
