@@ -10,7 +10,7 @@ use mcpwire::client::Config;
 use mcpwire_tokio::client::{McpClient, ServerMessage};
 use serde_json::{Value, json};
 
-use crate::{print_help, usage_error};
+use crate::{block_on, os_entropy, print_help, usage_error};
 
 /// The usage text.
 pub(crate) const USAGE: &str = "\
@@ -80,27 +80,13 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
     }))
 }
 
-fn os_entropy(dst: &mut [u8]) {
-    getrandom::fill(dst).expect("the operating system's random generator failed");
-}
-
 pub(crate) fn main(args: &[OsString]) -> ExitCode {
     let options = match parse(args) {
         Ok(Some(o)) => o,
         Ok(None) => return print_help(USAGE),
         Err(message) => return usage_error(PROG, &message, USAGE),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("{PROG}: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    runtime.block_on(async {
+    block_on(PROG, async {
         match tokio::time::timeout(options.timeout, run(&options)).await {
             Ok(code) => code,
             Err(_) => {

@@ -63,6 +63,27 @@ fn main() -> ExitCode {
     }
 }
 
+/// The operating system's random generator, for session ids and jitter. Without it no
+/// session id can be safe: stop rather than guess.
+fn os_entropy(dst: &mut [u8]) {
+    getrandom::fill(dst).expect("the operating system's random generator failed");
+}
+
+/// Runs `work` on a new multi-threaded tokio runtime; a runtime that cannot start is
+/// reported under `prog` and fails.
+fn block_on(prog: &str, work: impl std::future::Future<Output = ExitCode>) -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(work),
+        Err(e) => {
+            eprintln!("{prog}: cannot start the runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Prints `usage` to stdout and succeeds.
 fn print_help(usage: &str) -> ExitCode {
     // A closed stdout (`mcpwire --help | true`) is not worth an error.

@@ -16,7 +16,7 @@ use mcpwire_tokio::server::{McpService, serve};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::{print_help, usage_error};
+use crate::{block_on, os_entropy, print_help, usage_error};
 
 /// The usage text.
 pub(crate) const USAGE: &str = "\
@@ -147,28 +147,12 @@ pub(crate) fn tools() -> Tools {
         )
 }
 
-fn os_entropy(dst: &mut [u8]) {
-    // Without the OS generator no session id can be safe: stop rather than guess.
-    getrandom::fill(dst).expect("the operating system's random generator failed");
-}
-
 pub(crate) fn main(args: &[OsString]) -> ExitCode {
-    let options = match parse(args) {
-        Ok(Some(options)) => options,
-        Ok(None) => return print_help(USAGE),
-        Err(message) => return usage_error(PROG, &message, USAGE),
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("{PROG}: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    runtime.block_on(run(options))
+    match parse(args) {
+        Ok(Some(options)) => block_on(PROG, run(options)),
+        Ok(None) => print_help(USAGE),
+        Err(message) => usage_error(PROG, &message, USAGE),
+    }
 }
 
 async fn run(options: Options) -> ExitCode {
