@@ -1,5 +1,5 @@
 //! A deterministic simulation of many [`Client`]s and one [`Server`] joined by a simulated
-//! network, on a virtual clock, driven by one seeded [`Rng`] (issue 13).
+//! network, on a virtual clock, driven by one seeded [`Rng`].
 //!
 //! Everything a run does is drawn from its seed: the server's configuration (response
 //! mode, polling, `retry`, heartbeats, session idle time, ring and unsent limits), each
