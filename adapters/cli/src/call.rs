@@ -23,6 +23,8 @@ Usage: mcpwire call [OPTIONS] URL TOOL [JSON-ARGS]
   JSON-ARGS   its arguments, a JSON object (default {})
 
 Options:
+  --legacy         speak only the legacy HTTP+SSE transport (URL is its SSE endpoint);
+                   without it, a 400/404/405 to the first POST falls back to it anyway
   --timeout-ms N   give up after N ms (default 60000)
   -h, --help       print this help
 
@@ -37,15 +39,18 @@ struct Options {
     tool: String,
     args: Value,
     timeout: Duration,
+    legacy: bool,
 }
 
 fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
     let mut positional = Vec::new();
     let mut timeout = Duration::from_secs(60);
+    let mut legacy = false;
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => return Ok(None),
+            "--legacy" => legacy = true,
             "--timeout-ms" => {
                 let v = args.next().ok_or("--timeout-ms needs milliseconds")?;
                 let ms: u64 = v
@@ -77,6 +82,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
         tool: tool.clone(),
         args,
         timeout,
+        legacy,
     }))
 }
 
@@ -99,6 +105,7 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
 
 async fn run(options: &Options) -> ExitCode {
     let config = Config::new(options.url.clone())
+        .with_legacy_only(options.legacy)
         .with_client_info("mcpwire-call", env!("CARGO_PKG_VERSION"));
     let (client, mut messages) = match McpClient::connect(config, Box::new(os_entropy)).await {
         Ok(c) => c,

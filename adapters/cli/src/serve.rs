@@ -174,8 +174,14 @@ async fn run(options: Options) -> ExitCode {
         _ = tokio::signal::ctrl_c() => {
             eprintln!("{PROG}: shutting down");
             service.with_server(|server, now| server.shutdown(now));
-            // Give the closing streams a moment to flush their last bytes.
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            // Every stream was ended and every request answered 503: wait, briefly, until
+            // each response has been written out.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+            while service.with_server(|server, _| server.exchange_count()) > 0
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
             ExitCode::SUCCESS
         }
         result = served => {

@@ -142,3 +142,67 @@ fn call_reports_a_failing_call_with_status_1() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no tool"));
 }
+
+#[test]
+fn call_legacy_speaks_http_sse_from_the_start() {
+    let server = start(&[]);
+    let url = format!("http://{}/sse", server.addr);
+    let out = Command::new(BIN)
+        .args([
+            "call",
+            "--legacy",
+            "--timeout-ms",
+            "20000",
+            &url,
+            "echo",
+            r#"{"text":"old"}"#,
+        ])
+        .output()
+        .expect("mcpwire call runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("HttpSse"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(r#""text":"old""#));
+}
+
+/// Ctrl-C: the open standalone stream ends cleanly, a new request gets 503 meanwhile or
+/// a refused connection, and the process exits with status 0 within the drain bound.
+#[cfg(unix)]
+#[test]
+fn serve_shuts_down_gracefully_on_sigint() {
+    let mut server = start(&[]);
+    let (head, _) = request(&server, "POST", None, INIT);
+    let sid = session_of(&head);
+    let mut get = TcpStream::connect(&server.addr).unwrap();
+    get.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = format!(
+        "GET /mcp HTTP/1.0\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n",
+        server.addr
+    );
+    get.write_all(req.as_bytes()).unwrap();
+    let mut first = [0u8; 12];
+    get.read_exact(&mut first).unwrap();
+    assert!(
+        first.starts_with(b"HTTP/1.0 200"),
+        "{:?}",
+        String::from_utf8_lossy(&first)
+    );
+    let pid = server.child.id().to_string();
+    let status = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(status.success());
+    // The stream ends: the server closes it, so reading reaches the end.
+    let mut rest = Vec::new();
+    get.read_to_end(&mut rest).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let exit = loop {
+        if let Some(exit) = server.child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(exit.success(), "{exit:?}");
+}

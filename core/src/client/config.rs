@@ -24,6 +24,7 @@ pub struct Config {
     pub(super) max_attempts: u32,
     pub(super) max_retry: Duration,
     pub(super) connect_timeout: Duration,
+    pub(super) legacy_only: bool,
 }
 
 impl Config {
@@ -51,6 +52,7 @@ impl Config {
             max_attempts: 5,
             max_retry: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(30),
+            legacy_only: false,
         }
     }
 
@@ -83,6 +85,15 @@ impl Config {
     /// Whether a 400, 404 or 405 to `initialize` falls back to HTTP+SSE (LEGACY-6).
     pub fn with_legacy_fallback(mut self, fallback: bool) -> Self {
         self.legacy_fallback = fallback;
+        self
+    }
+
+    /// Speak only the legacy HTTP+SSE transport (2024-11-05): GET the endpoint for its
+    /// stream at once, without trying Streamable HTTP first. For servers known to be old
+    /// (the fallback of [`with_legacy_fallback`](Self::with_legacy_fallback) finds them
+    /// too, one POST later).
+    pub fn with_legacy_only(mut self, legacy: bool) -> Self {
+        self.legacy_only = legacy;
         self
     }
 

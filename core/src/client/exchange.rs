@@ -402,6 +402,11 @@ impl Client {
         let _ = now;
         self.exchanges.remove(&x);
         self.out.push_back(Transmit::Abort(ExchangeId(x)));
+        self.open_legacy_stream();
+    }
+
+    /// The legacy transport's GET: its stream's `endpoint` event names where to POST.
+    pub(super) fn open_legacy_stream(&mut self) {
         self.transport = Transport::HttpSse;
         let t = self.new_stream(StreamKind::Legacy, &[]);
         let head = self.head(Method::GET, self.config.endpoint.clone());

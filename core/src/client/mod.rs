@@ -256,6 +256,10 @@ impl Client {
         }
         self.init_id = Some(id.clone());
         self.phase = Phase::Initializing;
+        if self.config.legacy_only {
+            // `initialize` goes to the URI the stream's `endpoint` event names.
+            return self.open_legacy_stream();
+        }
         self.send_post(body.freeze(), vec![id]);
     }
 

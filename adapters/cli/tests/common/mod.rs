@@ -14,7 +14,7 @@ const STARTUP: Duration = Duration::from_secs(15);
 
 /// The server process, killed when dropped.
 pub(crate) struct Server {
-    child: Child,
+    pub(crate) child: Child,
     /// `127.0.0.1:PORT`.
     pub(crate) addr: String,
 }
