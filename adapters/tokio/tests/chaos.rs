@@ -123,7 +123,7 @@ async fn chaos_every_call_gets_exactly_its_one_result() {
         .with_max_sessions(clients * 4)
         // Short, so that what cut DELETEs leave behind is gone soon after the run.
         .with_session_idle(Duration::from_secs(1))
-        .with_linger(Duration::from_millis(100));
+        .with_linger(Duration::from_secs(2));
     let (service, events) = McpService::new(config, counter_entropy(11));
     let tools = Tools::new().with_tool(
         "count",
