@@ -228,3 +228,19 @@ fn log_sessions(
     });
     (task, rx)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sec_3_serve_listens_on_loopback_unless_told_otherwise() {
+        let options = parse(&[]).unwrap().unwrap();
+        assert!(options.addr.ip().is_loopback(), "{}", options.addr);
+        let options = parse(&["--addr".into(), "0.0.0.0:9000".into()])
+            .unwrap()
+            .unwrap();
+        assert!(!options.addr.ip().is_loopback());
+        assert!(parse(&["--addr".into(), "nowhere".into()]).is_err());
+    }
+}
