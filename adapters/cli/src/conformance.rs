@@ -1,8 +1,8 @@
 //! `mcpwire serve --conformance`: the fixture the MCP conformance suite's server scenarios
 //! call (after its reference `everything-server`): tools with each content kind, logging
 //! and progress during a call, static and templated resources, prompts, `logging/setLevel`
-//! and `completion/complete`. Sampling and elicitation (server-to-client requests) are
-//! not served yet.
+//! and `completion/complete`, and tools that ask the client for sampling and elicitation
+//! (server-to-client requests, through [`Call::request`]).
 
 use std::time::Duration;
 
@@ -77,8 +77,76 @@ impl Conformance {
                     let text = token.as_str().map_or_else(|| token.to_string(), str::to_owned);
                     Ok(text_result(&text))
                 });
+        let tools = tools
+            .with_tool("test_sampling", "Tests server-initiated sampling (LLM completion request)",
+                json!({"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}),
+                |call: Call, args: Value| async move {
+                    let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or_default().to_owned();
+                    let text = match call.request("sampling/createMessage", json!({
+                        "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+                        "maxTokens": 100,
+                    })).await {
+                        Ok(r) => {
+                            let reply = r.pointer("/content/text").or_else(|| r.pointer("/message/content/text"))
+                                .and_then(Value::as_str).unwrap_or("No response");
+                            format!("LLM response: {reply}")
+                        }
+                        Err(e) => format!("Sampling not supported or error: {}", e.message),
+                    };
+                    Ok(text_result(&text))
+                })
+            .with_tool("test_elicitation", "Tests server-initiated elicitation (user input request)",
+                json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
+                |call: Call, args: Value| async move {
+                    let message = args.get("message").and_then(Value::as_str).unwrap_or_default().to_owned();
+                    elicit(&call, "User response", json!({
+                        "message": message,
+                        "requestedSchema": {"type": "object", "properties": {"response": {"type": "string", "description": "User's response"}}, "required": ["response"]},
+                    })).await
+                })
+            .with_tool("test_elicitation_sep1034_defaults", "Tests elicitation with default values per SEP-1034", empty(),
+                |call: Call, _args: Value| async move {
+                    elicit(&call, "Elicitation completed", json!({
+                        "message": "Please review and update the form fields with defaults",
+                        "requestedSchema": {"type": "object", "properties": {
+                            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                            "age": {"type": "integer", "description": "User age", "default": 30},
+                            "score": {"type": "number", "description": "User score", "default": 95.5},
+                            "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
+                            "verified": {"type": "boolean", "description": "Verification status", "default": true},
+                        }, "required": []},
+                    })).await
+                })
+            .with_tool("test_elicitation_sep1330_enums", "Tests elicitation with enum schema improvements per SEP-1330", empty(),
+                |call: Call, _args: Value| async move {
+                    elicit(&call, "Elicitation completed", json!({
+                        "message": "Please select options from the enum fields",
+                        "requestedSchema": {"type": "object", "properties": {
+                            "untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
+                            "titledSingle": {"type": "string", "description": "Select one option with titles", "oneOf": [
+                                {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"}, {"const": "value3", "title": "Third Option"}]},
+                            "legacyEnum": {"type": "string", "description": "Select one option (legacy)", "enum": ["opt1", "opt2", "opt3"], "enumNames": ["Option One", "Option Two", "Option Three"]},
+                            "untitledMulti": {"type": "array", "description": "Select multiple options", "minItems": 1, "maxItems": 3, "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                            "titledMulti": {"type": "array", "description": "Select multiple options with titles", "minItems": 1, "maxItems": 3, "items": {"anyOf": [
+                                {"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}},
+                        }, "required": []},
+                    })).await
+                });
         Self { tools }
     }
+}
+
+/// Sends `elicitation/create` and reports the client's answer as the reference does.
+async fn elicit(call: &Call, label: &str, params: Value) -> Result<Value, CallError> {
+    let text = match call.request("elicitation/create", params).await {
+        Ok(r) => format!(
+            "{label}: action={}, content={}",
+            r.get("action").and_then(Value::as_str).unwrap_or_default(),
+            r.get("content").cloned().unwrap_or_else(|| json!({}))
+        ),
+        Err(e) => format!("Elicitation not supported or error: {}", e.message),
+    };
+    Ok(text_result(&text))
 }
 
 fn resource(uri: &str, name: &str, title: &str, description: &str, mime: &str) -> Value {

@@ -27,24 +27,7 @@ const SUITE_JS: &str = "node_modules/@modelcontextprotocol/conformance/dist/inde
 
 /// Scenarios that fail, each with the reason. Checked exactly: a scenario that starts
 /// passing must leave this list.
-const EXPECTED_FAILURES: &[(&str, &str)] = &[
-    (
-        "tools-call-sampling",
-        "server-to-client requests (sampling/createMessage) are not in the app layer yet",
-    ),
-    (
-        "tools-call-elicitation",
-        "server-to-client requests (elicitation/create) are not in the app layer yet",
-    ),
-    (
-        "elicitation-sep1034-defaults",
-        "server-to-client requests (elicitation/create) are not in the app layer yet",
-    ),
-    (
-        "elicitation-sep1330-enums",
-        "server-to-client requests (elicitation/create) are not in the app layer yet",
-    ),
-];
+const EXPECTED_FAILURES: &[(&str, &str)] = &[];
 
 /// The scenarios of the suite's summary (`✓ name: …` / `✗ name: …`), passed or not.
 fn summary(stdout: &str) -> BTreeMap<String, bool> {
