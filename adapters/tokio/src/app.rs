@@ -347,6 +347,11 @@ pub async fn run(
                         }
                     }
                     Event::SessionClosed { session, .. } => {
+                        // Its server requests will never be answered: their waiters end.
+                        pending
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .retain(|(s, _), _| *s != session);
                         for (s, tx) in open.values() {
                             if *s == Some(session) {
                                 let _ = tx.send(true);
