@@ -78,6 +78,20 @@ impl Conformance {
                     Ok(text_result(&text))
                 });
         let tools = tools
+            .with_tool(
+                "json_schema_2020_12_tool",
+                "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
+                json!({
+                    "$schema": "https://json-schema.org/draft/2020-12/schema",
+                    "type": "object",
+                    "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+                    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+                    "additionalProperties": false,
+                }),
+                |_call: Call, args: Value| async move {
+                    Ok(text_result(&format!("JSON Schema 2020-12 tool called with: {args}")))
+                },
+            )
             .with_tool("test_sampling", "Tests server-initiated sampling (LLM completion request)",
                 json!({"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}),
                 |call: Call, args: Value| async move {
