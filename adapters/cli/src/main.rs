@@ -13,6 +13,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 mod call;
+mod conformance;
 mod decode;
 mod serve;
 

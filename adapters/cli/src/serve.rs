@@ -34,6 +34,7 @@ Options:
   --retry-ms N         the retry sent in priming events (default 1000)
   --no-legacy          do not serve GET /sse and POST /messages
   --allow-origin O     accept this Origin (repeatable; default: loopback origins)
+  --conformance        serve the MCP conformance suite's fixture instead of the tools below
   -h, --help           print this help
 
 Tools: echo {text}; slow_count {n, delay_ms} (progress per step).
@@ -45,6 +46,7 @@ const PROG: &str = "mcpwire serve";
 struct Options {
     addr: SocketAddr,
     config: Config,
+    conformance: bool,
 }
 
 fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
@@ -53,6 +55,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
         .with_legacy(Some(LegacyPaths::default()))
         .with_response_mode(ResponseMode::Auto);
     let mut origins = Vec::new();
+    let mut conformance = false;
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -92,6 +95,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
                 };
             }
             "--allow-origin" => origins.push(value("an origin")?),
+            "--conformance" => conformance = true,
             _ => return Err(format!("unknown option '{arg}'")),
         }
     }
@@ -102,7 +106,11 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
         // Reached by name from elsewhere: the Host check must not pin it to loopback.
         config = config.with_hosts(Allow::Any);
     }
-    Ok(Some(Options { addr, config }))
+    Ok(Some(Options {
+        addr,
+        config,
+        conformance,
+    }))
 }
 
 #[derive(Deserialize)]
@@ -168,7 +176,12 @@ async fn run(options: Options) -> ExitCode {
     let (service, events) = McpService::new(options.config, Box::new(os_entropy));
     eprintln!("{PROG}: listening on http://{addr}{path}");
     let (log_tx, events) = log_sessions(events);
-    let app = tokio::spawn(app::run(service.clone(), events, Arc::new(tools())));
+    let handler: Arc<dyn app::Handler> = if options.conformance {
+        Arc::new(crate::conformance::Conformance::new())
+    } else {
+        Arc::new(tools())
+    };
+    let app = tokio::spawn(app::run(service.clone(), events, handler));
     let served = tokio::spawn(serve(listener, service.clone()));
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {

@@ -14,196 +14,25 @@
 //! every wait is bounded, and everything listens on 127.0.0.1.
 
 mod common;
+#[path = "common/npm.rs"]
+mod npm;
 
-use std::fs;
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{BIN, start};
+use npm::{run_bounded, sdk};
 use serde_json::{Value, json};
 
 /// How long one scenario (a TS client run, an `mcpwire call`) may take: each takes about
 /// a second; the bound is there for a loaded machine and for a hang.
 const RUN: Duration = Duration::from_secs(30);
 
-/// How long `npm ci` may take (it downloads the packages on a fresh clone).
-const INSTALL: Duration = Duration::from_secs(300);
-
 /// How long a server may take to say it listens, or to log an expected event.
 const WAIT: Duration = Duration::from_secs(15);
-
-/// `tests/interop` at the repository root.
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
-}
-
-/// Makes sure the pinned SDK is installed, once per test process; panics with the reason
-/// when it cannot be.
-fn sdk() -> &'static Path {
-    static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    match READY.get_or_init(install) {
-        Ok(dir) => dir,
-        Err(message) => panic!("{message}"),
-    }
-}
-
-fn install() -> Result<PathBuf, String> {
-    let dir = interop_dir();
-    let missing = |tool: &str, why: String| {
-        format!(
-            "the TypeScript SDK interop tests need Node.js 18 or newer and npm on PATH: \
-             `{tool} --version` {why}. Install Node.js (https://nodejs.org, or the \
-             system's nodejs and npm packages) and run the tests again."
-        )
-    };
-    for tool in ["node", "npm"] {
-        match Command::new(tool).arg("--version").output() {
-            Ok(out) if out.status.success() => {
-                let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-                if tool == "node" {
-                    let major = version
-                        .trim_start_matches('v')
-                        .split('.')
-                        .next()
-                        .and_then(|m| m.parse::<u32>().ok());
-                    if major.is_none_or(|m| m < 18) {
-                        return Err(missing(tool, format!("printed {version:?}")));
-                    }
-                }
-            }
-            Ok(out) => return Err(missing(tool, format!("failed ({})", out.status))),
-            Err(e) => return Err(missing(tool, format!("could not run ({e})"))),
-        }
-    }
-    // node_modules is current when it was installed from exactly these two files.
-    let manifest = ["package.json", "package-lock.json"]
-        .iter()
-        .map(|f| fs::read_to_string(dir.join(f)).map_err(|e| format!("tests/interop/{f}: {e}")))
-        .collect::<Result<Vec<_>, _>>()?
-        .join("\n");
-    let stamp = dir.join("node_modules/.mcpwire-installed-from");
-    let current = || fs::read_to_string(&stamp).is_ok_and(|s| s == manifest);
-    if current() {
-        return Ok(dir);
-    }
-    let _lock = InstallLock::take(&dir)?;
-    if current() {
-        // Another test process installed it while this one waited.
-        return Ok(dir);
-    }
-    let out = run_bounded(
-        Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir),
-        INSTALL,
-    )?;
-    if !out.status.success() {
-        return Err(format!(
-            "`npm ci` in tests/interop failed ({}):\n{}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    fs::write(&stamp, &manifest).map_err(|e| format!("{}: {e}", stamp.display()))?;
-    Ok(dir)
-}
-
-/// `tests/interop/.npm-ci.lock`, held while `npm ci` runs, so that test processes side by
-/// side (cargo nextest runs one per test) never install over each other. A directory,
-/// since creating one is atomic; removed when dropped.
-struct InstallLock(PathBuf);
-
-impl InstallLock {
-    fn take(dir: &Path) -> Result<Self, String> {
-        let path = dir.join(".npm-ci.lock");
-        let deadline = Instant::now() + INSTALL;
-        loop {
-            match fs::create_dir(&path) {
-                Ok(()) => return Ok(Self(path)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    // Older than any install can take: left by a process that was killed.
-                    let stale = fs::metadata(&path)
-                        .and_then(|m| m.modified())
-                        .ok()
-                        .and_then(|t| t.elapsed().ok())
-                        .is_some_and(|age| age > INSTALL);
-                    if stale {
-                        let _ = fs::remove_dir(&path);
-                    } else if Instant::now() >= deadline {
-                        return Err(format!(
-                            "{} is still held after {INSTALL:?}: another `npm ci` hangs, \
-                             or the directory is left over; remove it",
-                            path.display()
-                        ));
-                    } else {
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
-                }
-                Err(e) => return Err(format!("{}: {e}", path.display())),
-            }
-        }
-    }
-}
-
-impl Drop for InstallLock {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir(&self.0);
-    }
-}
-
-/// Collects a pipe on a thread, so that a child never blocks on a full pipe.
-fn collect(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = pipe.read_to_end(&mut buf);
-        buf
-    })
-}
-
-/// Runs `cmd` to its end; kills it after `limit` and says so, with what it printed.
-fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<Output, String> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
-    let stdout = collect(child.stdout.take().expect("piped stdout"));
-    let stderr = collect(child.stderr.take().expect("piped stderr"));
-    let deadline = Instant::now() + limit;
-    let finished = loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break true,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            Ok(None) | Err(_) => {
-                let _ = child.kill();
-                break false;
-            }
-        }
-    };
-    let output = Output {
-        status: child
-            .wait()
-            .map_err(|e| format!("waiting on {cmd:?}: {e}"))?,
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    };
-    if finished {
-        Ok(output)
-    } else {
-        Err(format!(
-            "{cmd:?} did not finish within {limit:?}; killed.\nstdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ))
-    }
-}
 
 /// Runs `ts-client.mjs URL MODE` and returns its JSON line, failing with its output when
 /// it fails.

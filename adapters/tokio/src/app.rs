@@ -3,15 +3,15 @@
 //! cancellation, and [`Tools`], a typed tool table. Not a full SDK: `initialize`,
 //! `ping`, `tools/list` and `tools/call`, and whatever else a [`Handler`] answers.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use mcpwire::jsonrpc::{ErrorCode, RawJson};
+use mcpwire::jsonrpc::{ErrorCode, Message, RawJson, RequestId};
 use mcpwire::server::{Event, IncomingRequest, RequestHandle, SendError, SessionId, Target};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::server::McpService;
 
@@ -45,8 +45,13 @@ impl CallError {
     }
 }
 
+/// Server→client requests awaiting the client's response, by session and id.
+type Pending =
+    Arc<Mutex<BTreeMap<(SessionId, RequestId), oneshot::Sender<Result<Value, CallError>>>>>;
+
 /// One client request, for its handler.
 pub struct Call {
+    pending: Pending,
     service: McpService,
     handle: RequestHandle,
     session: Option<SessionId>,
@@ -114,6 +119,47 @@ impl Call {
             params["total"] = json!(total);
         }
         self.notify("notifications/progress", params)
+    }
+
+    /// Sends a request to the client on this request's stream (`sampling/createMessage`,
+    /// `elicitation/create`, …) and waits for its response: the `result`, or the client's
+    /// error. Ends early with an error when this request is cancelled or its session ends.
+    ///
+    /// # Errors
+    /// The client's error response; -32603 when the request cannot be sent or this call
+    /// was cancelled before the answer came.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, CallError> {
+        let internal = |message: String| CallError {
+            code: ErrorCode::INTERNAL_ERROR,
+            message,
+        };
+        let session = self
+            .session
+            .ok_or_else(|| internal("server requests need a session".into()))?;
+        let text = params.to_string();
+        let raw = RawJson::new(&text).map_err(|_| internal("params are not JSON".into()))?;
+        let (tx, rx) = oneshot::channel();
+        let handle = self.handle;
+        // The lock is held while sending, so the response cannot come before the entry.
+        {
+            let mut pending = self
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let sent = self.service.with_server(|server, now| {
+                server.request(now, Target::Request(handle), method, Some(&raw), None)
+            });
+            match sent {
+                Ok(id) => {
+                    pending.insert((session, id), tx);
+                }
+                Err(e) => return Err(internal(format!("cannot send {method}: {e:?}"))),
+            }
+        }
+        tokio::select! {
+            answer = rx => answer.unwrap_or_else(|_| Err(internal(format!("{method}: no response")))),
+            () = self.cancelled() => Err(internal(format!("{method}: cancelled"))),
+        }
     }
 
     /// Whether the client cancelled the request (or its session ended).
@@ -273,6 +319,7 @@ pub async fn run(
     handler: Arc<dyn Handler>,
 ) {
     let mut open: HashMap<RequestHandle, (Option<SessionId>, watch::Sender<bool>)> = HashMap::new();
+    let pending = Pending::default();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<RequestHandle>();
     loop {
         tokio::select! {
@@ -280,8 +327,18 @@ pub async fn run(
                 let Some(event) = event else { return };
                 match event {
                     Event::Request(request) => {
-                        if let Some(entry) = start(&service, &handler, request, &done_tx) {
+                        if let Some(entry) = start(&service, &handler, request, &done_tx, &pending) {
                             open.insert(entry.0, (entry.1, entry.2));
+                        }
+                    }
+                    Event::Response { session, message } => {
+                        let Some(id) = message.id().cloned() else { continue };
+                        let waiter = pending
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .remove(&(session, id));
+                        if let Some(tx) = waiter {
+                            let _ = tx.send(client_answer(&message.message()));
                         }
                     }
                     Event::Cancelled { request, .. } => {
@@ -290,6 +347,11 @@ pub async fn run(
                         }
                     }
                     Event::SessionClosed { session, .. } => {
+                        // Its server requests will never be answered: their waiters end.
+                        pending
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .retain(|(s, _), _| *s != session);
                         for (s, tx) in open.values() {
                             if *s == Some(session) {
                                 let _ = tx.send(true);
@@ -312,6 +374,7 @@ fn start(
     handler: &Arc<dyn Handler>,
     request: IncomingRequest,
     done: &mpsc::UnboundedSender<RequestHandle>,
+    pending: &Pending,
 ) -> Option<(RequestHandle, Option<SessionId>, watch::Sender<bool>)> {
     let handle = request.handle();
     let immediate = match request.method() {
@@ -333,6 +396,7 @@ fn start(
         .payload()
         .and_then(|p| serde_json::from_str(p.as_str()).ok());
     let call = Call {
+        pending: Arc::clone(pending),
         service: service.clone(),
         handle,
         session: request.session(),
@@ -349,6 +413,24 @@ fn start(
         let _ = done.send(handle);
     });
     Some((handle, request.session(), tx))
+}
+
+/// A client's response to a server request, as [`Call::request`] returns it.
+fn client_answer(message: &Message<'_>) -> Result<Value, CallError> {
+    match message {
+        Message::Response(r) => serde_json::from_str(r.result.as_str()).map_err(|e| CallError {
+            code: ErrorCode::INTERNAL_ERROR,
+            message: e.to_string(),
+        }),
+        Message::Error(e) => Err(CallError {
+            code: e.error.code,
+            message: e.error.message.to_string(),
+        }),
+        _ => Err(CallError {
+            code: ErrorCode::INTERNAL_ERROR,
+            message: "not a response".into(),
+        }),
+    }
 }
 
 fn answer(service: &McpService, handle: RequestHandle, result: Result<Value, CallError>) {

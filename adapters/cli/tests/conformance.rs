@@ -1,0 +1,98 @@
+//! The official MCP conformance suite (npm `@modelcontextprotocol/conformance`, pinned in
+//! `tests/interop/package.json`): its server scenarios (the active suite and the pending two) against
+//! `mcpwire serve --conformance`.
+//!
+//! Needs Node.js and npm on `PATH`, as the TypeScript SDK interop tests do; fails (never
+//! skips) without them. On Node.js 20 the suite starts through
+//! `tests/interop/conformance-shim.mjs` (it imports a Node.js 22 `fs` function). The
+//! server is killed when the test ends and the suite's run is bounded in time.
+
+mod common;
+#[path = "common/npm.rs"]
+mod npm;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+use common::start;
+use npm::{run_bounded, sdk};
+
+/// How long the whole suite may take: it runs in about two seconds; the bound is there
+/// for a loaded machine and for a hang.
+const SUITE: Duration = Duration::from_secs(180);
+
+/// The suite's entry point, under `tests/interop`.
+const SUITE_JS: &str = "node_modules/@modelcontextprotocol/conformance/dist/index.js";
+
+/// Scenarios that fail, each with the reason. Checked exactly: a scenario that starts
+/// passing must leave this list.
+const EXPECTED_FAILURES: &[(&str, &str)] = &[];
+
+/// The scenarios of the suite's summary (`✓ name: …` / `✗ name: …`), passed or not.
+fn summary(stdout: &str) -> BTreeMap<String, bool> {
+    stdout
+        .lines()
+        .skip_while(|l| !l.contains("=== SUMMARY ==="))
+        .filter_map(|l| {
+            let (passed, rest) = if let Some(r) = l.strip_prefix("✓ ") {
+                (true, r)
+            } else {
+                (false, l.strip_prefix("✗ ")?)
+            };
+            Some((rest.split(':').next()?.trim().to_owned(), passed))
+        })
+        .collect()
+}
+
+#[test]
+fn conformance_server_scenarios_against_serve_conformance() {
+    let dir = sdk();
+    let server = start(&["--conformance"]);
+    let url = format!("http://{}/mcp", server.addr);
+    let out = run_bounded(
+        Command::new("node")
+            .args([
+                "--import",
+                "./conformance-shim.mjs",
+                SUITE_JS,
+                "server",
+                "--suite",
+                "all",
+                "--url",
+                &url,
+            ])
+            .current_dir(dir),
+        SUITE,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    drop(server);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let results = summary(&stdout);
+    // The pinned suite's server scenarios: 30 active and 2 pending (`conformance list`).
+    assert!(
+        results.len() == 32,
+        "the suite reported {} scenarios (status {}):\n{stdout}\n{stderr}",
+        results.len(),
+        out.status
+    );
+    let failed: Vec<&str> = results
+        .iter()
+        .filter(|(_, passed)| !**passed)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let mut expected: Vec<&str> = EXPECTED_FAILURES.iter().map(|(name, _)| *name).collect();
+    expected.sort_unstable();
+    assert_eq!(
+        failed, expected,
+        "failed scenarios differ from the expected failures:\n{stdout}\n{stderr}"
+    );
+    // The suite exits non-zero exactly when a scenario failed.
+    assert_eq!(
+        out.status.success(),
+        failed.is_empty(),
+        "exit status {}",
+        out.status
+    );
+}
