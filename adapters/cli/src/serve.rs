@@ -29,9 +29,11 @@ Options:
                        unless you name another)
   --path PATH          the Streamable HTTP endpoint (default /mcp)
   --json-response      answer every request with one JSON body
+  --sse-response       answer every request with an SSE stream
   --stateless          no sessions: every POST stands alone
   --poll-ms N          SEP-1699 polling: close a stream N ms after it opened (2025-11-25)
   --retry-ms N         the retry sent in priming events (default 1000)
+  --max-sessions N     sessions open at once; more get 503 (default 10000)
   --no-legacy          do not serve GET /sse and POST /messages
   --allow-origin O     accept this Origin (repeatable; default: loopback origins)
   --conformance        serve the MCP conformance suite's fixture instead of the tools below
@@ -78,6 +80,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
             }
             "--path" => config = config.with_endpoint(value("a path")?),
             "--json-response" => config = config.with_response_mode(ResponseMode::Json),
+            "--sse-response" => config = config.with_response_mode(ResponseMode::Sse),
             "--stateless" => config = config.with_sessions(SessionMode::Stateless),
             "--no-legacy" => config = config.with_legacy(None),
             "--poll-ms" | "--retry-ms" => {
@@ -93,6 +96,13 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
                 } else {
                     config.with_retry(Some(d))
                 };
+            }
+            "--max-sessions" => {
+                let v = value("a count")?;
+                let n: usize = v
+                    .parse()
+                    .map_err(|_| format!("--max-sessions: '{v}' is not a count"))?;
+                config = config.with_max_sessions(n);
             }
             "--allow-origin" => origins.push(value("an origin")?),
             "--conformance" => conformance = true,

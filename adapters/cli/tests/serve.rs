@@ -103,6 +103,25 @@ fn serve_json_response_mode_answers_slow_count_as_json() {
     assert!(body.contains(r#""text":"2""#), "{body}");
 }
 
+/// `--sse-response` streams even a plain echo (HTTP-POST-7, its SSE answer); `--max-sessions`
+/// bounds the sessions, and one more `initialize` gets 503 (SESSION-1, a bounded table).
+#[test]
+fn serve_sse_response_streams_every_answer_and_max_sessions_bounds_sessions() {
+    let server = start(&["--sse-response", "--max-sessions", "1"]);
+    let (head, _) = request(&server, "POST", None, INIT);
+    let sid = session_of(&head);
+    let (head, body) = request(
+        &server,
+        "POST",
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#,
+    );
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    assert!(body.contains(r#""text":"hi""#), "{body}");
+    let (head, _) = request(&server, "POST", None, INIT);
+    assert!(head.starts_with("http/1.0 503"), "{head}");
+}
+
 #[test]
 fn serve_rejects_bad_usage() {
     let out = Command::new(BIN)

@@ -1,0 +1,104 @@
+//! `mcpwire`: the mcpwire core from a terminal. The binary is `src/main.rs`, one call of
+//! [`run`]; the commands live in this library so that the end-to-end bench runs the very
+//! `mcpwire serve` users run.
+//!
+//! Each subcommand is a thin driver: it owns the terminal, files and standard streams and
+//! hands bytes to the core (through `mcpwire-blocking`); what the bytes mean is decided
+//! in `mcpwire`.
+//!
+//! - `mcpwire serve`: a reference MCP server ([`serve`]).
+//! - `mcpwire call URL TOOL [JSON-ARGS]`: call one tool ([`call`]).
+//! - `mcpwire decode [FILE]`: decode a `text/event-stream` into JSON lines ([`decode`]).
+
+#![deny(missing_docs)]
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+mod call;
+mod conformance;
+mod decode;
+mod serve;
+
+/// The top-level usage text; each subcommand adds its own.
+const USAGE: &str = "\
+mcpwire: the mcpwire protocol core from a terminal
+
+Usage: mcpwire <COMMAND> [ARGS]
+
+Commands:
+  serve [OPTIONS]           run a reference MCP server on 127.0.0.1:8080/mcp
+  call URL TOOL [ARGS]      call one tool of an MCP server, print progress and result
+  decode [OPTIONS] [FILE]   decode a text/event-stream into JSON lines
+  help [COMMAND]            print this help, or a command's
+
+Options:
+  -h, --help                print this help
+  -V, --version             print the version
+
+Run `mcpwire <COMMAND> --help` (`mcpwire serve --help`, `mcpwire call --help`,
+`mcpwire decode --help`) for each command's options.
+";
+
+/// Exit status for bad usage (1 is for failures of the work itself).
+const EXIT_USAGE: u8 = 2;
+
+/// Runs `mcpwire` with `args` (the program name left out): parses the command, runs it,
+/// and returns its exit status (2 for bad usage, 1 for a failed command).
+pub fn run(args: &[OsString]) -> ExitCode {
+    let command = args.first().map(|a| a.to_string_lossy().into_owned());
+    match command.as_deref() {
+        None => usage_error("mcpwire", "missing command", USAGE),
+        Some("-h" | "--help") => print_help(USAGE),
+        Some("help") => match args.get(1).map(|a| a.to_string_lossy()).as_deref() {
+            None => print_help(USAGE),
+            Some("decode") => print_help(decode::USAGE),
+            Some("serve") => print_help(serve::USAGE),
+            Some("call") => print_help(call::USAGE),
+            Some(other) => usage_error("mcpwire", &format!("unknown command '{other}'"), USAGE),
+        },
+        Some("-V" | "--version") => {
+            println!("mcpwire {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Some("decode") => decode::main(&args[1..]),
+        Some("serve") => serve::main(&args[1..]),
+        Some("call") => call::main(&args[1..]),
+        Some(other) => usage_error("mcpwire", &format!("unknown command '{other}'"), USAGE),
+    }
+}
+
+/// The operating system's random generator, for session ids and jitter. Without it no
+/// session id can be safe: stop rather than guess.
+fn os_entropy(dst: &mut [u8]) {
+    getrandom::fill(dst).expect("the operating system's random generator failed");
+}
+
+/// Runs `work` on a new multi-threaded tokio runtime; a runtime that cannot start is
+/// reported under `prog` and fails.
+fn block_on(prog: &str, work: impl std::future::Future<Output = ExitCode>) -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(work),
+        Err(e) => {
+            eprintln!("{prog}: cannot start the runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints `usage` to stdout and succeeds.
+fn print_help(usage: &str) -> ExitCode {
+    // A closed stdout (`mcpwire --help | true`) is not worth an error.
+    let _ = std::io::stdout().write_all(usage.as_bytes());
+    ExitCode::SUCCESS
+}
+
+/// Reports a usage error with the usage text on stderr; exit status 2.
+fn usage_error(prog: &str, message: &str, usage: &str) -> ExitCode {
+    eprint!("{prog}: {message}\n\n{usage}");
+    ExitCode::from(EXIT_USAGE)
+}
