@@ -22,8 +22,8 @@
 //!
 //! Run: `cargo bench -p mcpwire-benches --bench e2e` (about two minutes), or with
 //! `-- rps`, `-- rss`, `-- --secs N` (measured seconds per row, default 3), or
-//! `-- --target HOST:PORT` to load an MCP server started elsewhere (at `/mcp`; to profile
-//! it, say).
+//! `-- --target HOST:PORT [--concurrency N] [--bare]` to load a server started elsewhere
+//! (an MCP server at `/mcp`, or with `--bare` any server answering POSTs; to profile it).
 
 use std::convert::Infallible;
 use std::io::{BufRead, BufReader};
@@ -74,10 +74,19 @@ fn main() {
         .build()
         .expect("a runtime");
     if let Some(addr) = target {
-        // An MCP server started elsewhere (to profile it, say): its rows alone.
+        // A server started elsewhere (to profile it, say): its rows alone.
+        let mcp = !args.iter().any(|a| a == "--bare");
+        let only: Option<usize> = args
+            .iter()
+            .position(|a| a == "--concurrency")
+            .and_then(|i| args.get(i + 1))
+            .and_then(|c| c.parse().ok());
         for concurrency in [1, 16, 64] {
+            if only.is_some_and(|c| c != concurrency) {
+                continue;
+            }
             let row = runtime
-                .block_on(load(addr, true, concurrency, Duration::from_secs_f64(secs)))
+                .block_on(load(addr, mcp, concurrency, Duration::from_secs_f64(secs)))
                 .unwrap_or_else(|e| panic!("{addr}: {e}"));
             println!(
                 "{addr} concurrency {concurrency}: {:.0} req/s, p50 {:.3} ms, p99 {:.3} ms",

@@ -10,9 +10,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire::server::{Allow, Config, LegacyPaths, ResponseMode, SessionMode};
+use mcpwire::server::{Allow, Config, Event, LegacyPaths, ResponseMode, SessionMode};
 use mcpwire_tokio::app::{self, CallError, Tools, text_result};
-use mcpwire_tokio::server::{McpService, serve};
+use mcpwire_tokio::server::serve;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -183,15 +183,17 @@ async fn run(options: Options) -> ExitCode {
     };
     let addr = listener.local_addr().unwrap_or(options.addr);
     let path = options.config.endpoint().to_owned();
-    let (service, events) = McpService::new(options.config, Box::new(os_entropy));
-    eprintln!("{PROG}: listening on http://{addr}{path}");
-    let (log_tx, events) = log_sessions(events);
     let handler: Arc<dyn app::Handler> = if options.conformance {
         Arc::new(crate::conformance::Conformance::new())
     } else {
         Arc::new(tools())
     };
-    let app = tokio::spawn(app::run(service.clone(), events, handler));
+    let service = app::mount(
+        options.config,
+        Box::new(os_entropy),
+        Arc::new(Logged(handler)),
+    );
+    eprintln!("{PROG}: listening on http://{addr}{path}");
     let served = tokio::spawn(serve(listener, service.clone()));
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {
@@ -208,8 +210,6 @@ async fn run(options: Options) -> ExitCode {
             ExitCode::SUCCESS
         }
         result = served => {
-            drop(log_tx);
-            app.abort();
             match result {
                 Ok(Err(e)) => eprintln!("{PROG}: accepting failed: {e}"),
                 _ => eprintln!("{PROG}: the server stopped"),
@@ -219,37 +219,40 @@ async fn run(options: Options) -> ExitCode {
     }
 }
 
-/// Logs one line per session event, passing every event on to the application.
-fn log_sessions(
-    mut events: tokio::sync::mpsc::UnboundedReceiver<mcpwire::server::Event>,
-) -> (
-    tokio::task::JoinHandle<()>,
-    tokio::sync::mpsc::UnboundedReceiver<mcpwire::server::Event>,
-) {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let task = tokio::spawn(async move {
-        while let Some(event) = events.recv().await {
-            match &event {
-                mcpwire::server::Event::Request(r) if r.method() == "initialize" => {
-                    if let Some(s) = r.session() {
-                        eprintln!(
-                            "{PROG}: session {s} opened ({}, {:?})",
-                            r.version(),
-                            r.era()
-                        );
-                    }
+/// The served handler, with one log line per session event.
+struct Logged(Arc<dyn app::Handler>);
+
+impl app::Handler for Logged {
+    fn server_info(&self) -> serde_json::Value {
+        self.0.server_info()
+    }
+
+    fn capabilities(&self) -> serde_json::Value {
+        self.0.capabilities()
+    }
+
+    fn observe(&self, event: &Event) {
+        match event {
+            Event::Request(r) if r.method() == "initialize" => {
+                if let Some(s) = r.session() {
+                    eprintln!(
+                        "{PROG}: session {s} opened ({}, {:?})",
+                        r.version(),
+                        r.era()
+                    );
                 }
-                mcpwire::server::Event::SessionClosed { session, reason } => {
-                    eprintln!("{PROG}: session {session} closed ({reason:?})");
-                }
-                _ => {}
             }
-            if tx.send(event).is_err() {
-                return;
+            Event::SessionClosed { session, reason } => {
+                eprintln!("{PROG}: session {session} closed ({reason:?})");
             }
+            _ => {}
         }
-    });
-    (task, rx)
+        self.0.observe(event);
+    }
+
+    fn call(&self, call: app::Call) -> app::BoxFuture<Result<serde_json::Value, CallError>> {
+        self.0.call(call)
+    }
 }
 
 #[cfg(test)]

@@ -140,22 +140,29 @@ impl Call {
         let raw = RawJson::new(&text).map_err(|_| internal("params are not JSON".into()))?;
         let (tx, rx) = oneshot::channel();
         let handle = self.handle;
-        // The lock is held while sending, so the response cannot come before the entry.
+        // The lock is held while sending, so the response cannot come before the entry;
+        // the events the send causes are dispatched after it is released (the
+        // dispatcher takes it too).
         {
             let mut pending = self
                 .pending
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let sent = self.service.with_server(|server, now| {
+            let sent = self.service.with_server_deferred(|server, now| {
                 server.request(now, Target::Request(handle), method, Some(&raw), None)
             });
             match sent {
                 Ok(id) => {
                     pending.insert((session, id), tx);
                 }
-                Err(e) => return Err(internal(format!("cannot send {method}: {e:?}"))),
+                Err(e) => {
+                    drop(pending);
+                    self.service.deliver();
+                    return Err(internal(format!("cannot send {method}: {e:?}")));
+                }
             }
         }
+        self.service.deliver();
         tokio::select! {
             answer = rx => answer.unwrap_or_else(|_| Err(internal(format!("{method}: no response")))),
             () = self.cancelled() => Err(internal(format!("{method}: cancelled"))),
@@ -186,7 +193,17 @@ pub trait Handler: Send + Sync + 'static {
         json!({})
     }
 
+    /// Sees every event of the service before the layer acts on it (to log sessions, to
+    /// count); the default ignores them. Runs where the events are dispatched: keep it
+    /// short.
+    fn observe(&self, event: &Event) {
+        let _ = event;
+    }
+
     /// Answers one request (`initialize` and `ping` are answered before it is asked).
+    /// The future is first polled on the task that reads the events, so work before its
+    /// first await point should be short: put heavy work behind an await
+    /// (`tokio::task::spawn_blocking`, say).
     fn call(&self, call: Call) -> BoxFuture<Result<Value, CallError>>;
 }
 
@@ -310,109 +327,156 @@ impl Handler for Tools {
     }
 }
 
-/// Serves the application: reads the service's events and runs `handler` for each
-/// request, one task per request, until the event stream ends. Call it once per
-/// [`McpService`], with the receiver [`McpService::new`] returned.
+/// The requests whose handler is still running, with their session and the cancel
+/// signal their [`Call`] watches.
+type Open = Arc<Mutex<HashMap<RequestHandle, (Option<SessionId>, watch::Sender<bool>)>>>;
+
+/// The application layer's state: what [`run`] and [`mount`] share.
+struct App {
+    handler: Arc<dyn Handler>,
+    open: Open,
+    pending: Pending,
+}
+
+impl App {
+    fn new(handler: Arc<dyn Handler>) -> Self {
+        Self {
+            handler,
+            open: Open::default(),
+            pending: Pending::default(),
+        }
+    }
+
+    /// Acts on one event of the service.
+    fn dispatch(&self, service: &McpService, event: Event) {
+        self.handler.observe(&event);
+        match event {
+            Event::Request(request) => self.start(service, request),
+            Event::Response { session, message } => {
+                let Some(id) = message.id().cloned() else {
+                    return;
+                };
+                let waiter = lock(&self.pending).remove(&(session, id));
+                if let Some(tx) = waiter {
+                    let _ = tx.send(client_answer(&message.message()));
+                }
+            }
+            Event::Cancelled { request, .. } => {
+                if let Some((_, tx)) = lock(&self.open).get(&request) {
+                    let _ = tx.send(true);
+                }
+            }
+            Event::SessionClosed { session, .. } => {
+                // Its server requests will never be answered: their waiters end.
+                lock(&self.pending).retain(|(s, _), _| *s != session);
+                for (s, tx) in lock(&self.open).values() {
+                    if *s == Some(session) {
+                        let _ = tx.send(true);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Answers `initialize` and `ping` at once; runs the handler for anything else.
+    fn start(&self, service: &McpService, request: IncomingRequest) {
+        let handle = request.handle();
+        let immediate = match request.method() {
+            "initialize" => Some(json!({
+                "protocolVersion": request.version().as_str(),
+                "capabilities": self.handler.capabilities(),
+                "serverInfo": self.handler.server_info(),
+            })),
+            "ping" => Some(json!({})),
+            _ => None,
+        };
+        if let Some(result) = immediate {
+            answer(service, handle, Ok(result));
+            return;
+        }
+        let (tx, rx) = watch::channel(false);
+        let params = request
+            .message()
+            .payload()
+            .and_then(|p| serde_json::from_str(p.as_str()).ok());
+        let call = Call {
+            pending: Arc::clone(&self.pending),
+            service: service.clone(),
+            handle,
+            session: request.session(),
+            method: request.method().to_owned(),
+            params,
+            cancelled: rx,
+        };
+        // Open before the handler runs, so a cancel that comes while it runs finds it.
+        lock(&self.open).insert(handle, (request.session(), tx));
+        let mut future = self.handler.call(call);
+        // Most handlers finish at their first poll (no await point reached): answer those
+        // here, sparing a task and its wake-ups; spawn only the ones that wait. A future
+        // registers the waker of each poll, so the task's real waker replaces this one.
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            future.as_mut().poll(&mut cx)
+        }));
+        let result = match first {
+            Ok(std::task::Poll::Ready(result)) => Some(result),
+            Ok(std::task::Poll::Pending) => None,
+            Err(_) => Some(Err(CallError {
+                code: ErrorCode::INTERNAL_ERROR,
+                message: "the handler panicked".into(),
+            })),
+        };
+        if let Some(result) = result {
+            lock(&self.open).remove(&handle);
+            answer(service, handle, result);
+            return;
+        }
+        let service = service.clone();
+        let open = Arc::clone(&self.open);
+        tokio::spawn(async move {
+            let result = future.await;
+            open.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(&handle);
+            answer(&service, handle, result);
+        });
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Serves the application from the receiver [`McpService::new`] returned: runs `handler`
+/// for each request until the event stream ends (in place when it finishes at its first
+/// poll, else in a task of its own). Call it once per service. [`mount`] does the same
+/// without the channel and its task switches.
 pub async fn run(
     service: McpService,
     mut events: mpsc::UnboundedReceiver<Event>,
     handler: Arc<dyn Handler>,
 ) {
-    let mut open: HashMap<RequestHandle, (Option<SessionId>, watch::Sender<bool>)> = HashMap::new();
-    let pending = Pending::default();
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<RequestHandle>();
-    loop {
-        tokio::select! {
-            event = events.recv() => {
-                let Some(event) = event else { return };
-                match event {
-                    Event::Request(request) => {
-                        if let Some(entry) = start(&service, &handler, request, &done_tx, &pending) {
-                            open.insert(entry.0, (entry.1, entry.2));
-                        }
-                    }
-                    Event::Response { session, message } => {
-                        let Some(id) = message.id().cloned() else { continue };
-                        let waiter = pending
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .remove(&(session, id));
-                        if let Some(tx) = waiter {
-                            let _ = tx.send(client_answer(&message.message()));
-                        }
-                    }
-                    Event::Cancelled { request, .. } => {
-                        if let Some((_, tx)) = open.get(&request) {
-                            let _ = tx.send(true);
-                        }
-                    }
-                    Event::SessionClosed { session, .. } => {
-                        // Its server requests will never be answered: their waiters end.
-                        pending
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .retain(|(s, _), _| *s != session);
-                        for (s, tx) in open.values() {
-                            if *s == Some(session) {
-                                let _ = tx.send(true);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            Some(done) = done_rx.recv() => {
-                open.remove(&done);
-            }
-        }
+    let app = App::new(handler);
+    while let Some(event) = events.recv().await {
+        app.dispatch(&service, event);
     }
 }
 
-/// Answers `initialize` and `ping` at once; spawns the handler for anything else.
-fn start(
-    service: &McpService,
-    handler: &Arc<dyn Handler>,
-    request: IncomingRequest,
-    done: &mpsc::UnboundedSender<RequestHandle>,
-    pending: &Pending,
-) -> Option<(RequestHandle, Option<SessionId>, watch::Sender<bool>)> {
-    let handle = request.handle();
-    let immediate = match request.method() {
-        "initialize" => Some(json!({
-            "protocolVersion": request.version().as_str(),
-            "capabilities": handler.capabilities(),
-            "serverInfo": handler.server_info(),
-        })),
-        "ping" => Some(json!({})),
-        _ => None,
-    };
-    if let Some(result) = immediate {
-        answer(service, handle, Ok(result));
-        return None;
-    }
-    let (tx, rx) = watch::channel(false);
-    let params = request
-        .message()
-        .payload()
-        .and_then(|p| serde_json::from_str(p.as_str()).ok());
-    let call = Call {
-        pending: Arc::clone(pending),
-        service: service.clone(),
-        handle,
-        session: request.session(),
-        method: request.method().to_owned(),
-        params,
-        cancelled: rx,
-    };
-    let future = handler.call(call);
-    let service = service.clone();
-    let done = done.clone();
-    tokio::spawn(async move {
-        let result = future.await;
-        answer(&service, handle, result);
-        let _ = done.send(handle);
-    });
-    Some((handle, request.session(), tx))
+/// A service that serves `handler` in place ([`McpService::with_dispatch`]): each
+/// request's handler is first polled on the connection task that completed the request,
+/// and one that finishes then is answered before that task moves on. The same
+/// application as [`run`], with no channel and no application task; must be called
+/// within a tokio runtime.
+pub fn mount(
+    config: mcpwire::server::Config,
+    entropy: Box<dyn mcpwire::Entropy + Send>,
+    handler: Arc<dyn Handler>,
+) -> McpService {
+    let app = App::new(handler);
+    McpService::with_dispatch(config, entropy, move |service, event| {
+        app.dispatch(service, event);
+    })
 }
 
 /// A client's response to a server request, as [`Call::request`] returns it.
