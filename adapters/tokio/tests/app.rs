@@ -1,0 +1,203 @@
+//! `app::mount`, the in-place dispatcher, on 127.0.0.1: handlers answered on the
+//! connection's task, a cancel that reaches a handler still running, a handler that
+//! panics (an error answer, and the server goes on), and a server→client request from
+//! inside a handler (the dispatcher must not deadlock on the table of pending ones).
+//! Every wait is bounded.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use mcpwire::server::Config;
+use mcpwire_tests::server::counter_entropy;
+use mcpwire_tokio::app::{self, CallError, Tools, text_result};
+use mcpwire_tokio::client::{CallError as ClientError, McpClient, ServerMessage};
+use mcpwire_tokio::server::serve;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+struct Signals {
+    started: Notify,
+    cancelled: Notify,
+}
+
+async fn start(signals: Arc<Signals>) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let tools = Tools::new()
+        .with_tool(
+            "echo",
+            "",
+            json!({"type": "object"}),
+            |_c, a: Value| async move { Ok(text_result(a["text"].as_str().unwrap_or(""))) },
+        )
+        .with_tool(
+            "wait",
+            "",
+            json!({"type": "object"}),
+            move |call, _a: Value| {
+                let signals = Arc::clone(&signals);
+                async move {
+                    signals.started.notify_one();
+                    tokio::time::timeout(Duration::from_secs(5), call.cancelled())
+                        .await
+                        .map_err(|_| CallError::invalid_params("never cancelled"))?;
+                    signals.cancelled.notify_one();
+                    Ok(text_result("cancelled"))
+                }
+            },
+        )
+        .with_tool(
+            "boom",
+            "",
+            json!({"type": "object"}),
+            |_c, _a: Value| async move {
+                if true {
+                    panic!("a handler bug");
+                }
+                Ok(text_result("unreachable"))
+            },
+        )
+        .with_tool(
+            "ask",
+            "",
+            json!({"type": "object"}),
+            |call, _a: Value| async move {
+                let answer = call
+                    .request("sampling/createMessage", json!({"messages": []}))
+                    .await?;
+                Ok(text_result(
+                    answer["content"]["text"].as_str().unwrap_or(""),
+                ))
+            },
+        );
+    let service = app::mount(Config::new(), counter_entropy(21), Arc::new(tools));
+    tokio::spawn(serve(listener, service));
+    addr
+}
+
+async fn post(
+    addr: std::net::SocketAddr,
+    session: Option<&str>,
+    body: String,
+) -> (u16, Option<String>, String) {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let mut b = http::Request::post("/mcp")
+        .header("host", addr.to_string())
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2025-11-25");
+    if let Some(s) = session {
+        b = b.header("mcp-session-id", s);
+    }
+    let response = send
+        .send_request(b.body(Full::new(Bytes::from(body))).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let body = tokio::time::timeout(Duration::from_secs(5), response.into_body().collect())
+        .await
+        .expect("a body in time")
+        .unwrap()
+        .to_bytes();
+    (status, session, String::from_utf8(body.to_vec()).unwrap())
+}
+
+fn call_body(id: u32, tool: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"text":"hi"}}}}}}"#
+    )
+}
+
+/// HTTP-POST-12 (a `notifications/cancelled` reaches the running handler), and a handler's panic becomes a
+/// -32603 answer while the server goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_post_12_mount_delivers_a_cancel_to_a_running_handler_and_survives_a_panic() {
+    let signals = Arc::new(Signals {
+        started: Notify::new(),
+        cancelled: Notify::new(),
+    });
+    let addr = start(Arc::clone(&signals)).await;
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let (status, session, _) = post(addr, None, init.into()).await;
+    assert_eq!(status, 200);
+    let session = session.expect("a session");
+
+    let (_, _, echo) = post(addr, Some(&session), call_body(1, "echo")).await;
+    assert!(echo.contains(r#""text":"hi""#), "{echo}");
+
+    let waiting = tokio::spawn({
+        let session = session.clone();
+        async move { post(addr, Some(&session), call_body(5, "wait")).await }
+    });
+    tokio::time::timeout(Duration::from_secs(5), signals.started.notified())
+        .await
+        .expect("the handler started");
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#;
+    let (status, _, _) = post(addr, Some(&session), cancel.into()).await;
+    assert_eq!(status, 202);
+    tokio::time::timeout(Duration::from_secs(5), signals.cancelled.notified())
+        .await
+        .expect("the handler saw the cancel");
+    waiting.abort();
+
+    let (status, _, boom) = post(addr, Some(&session), call_body(6, "boom")).await;
+    assert_eq!(status, 200);
+    assert!(
+        boom.contains("-32603") && boom.contains("panicked"),
+        "{boom}"
+    );
+    let (_, _, echo) = post(addr, Some(&session), call_body(7, "echo")).await;
+    assert!(echo.contains(r#""text":"hi""#), "{echo}");
+}
+
+/// HTTP-POST-9: a server→client request sent from inside a handler reaches the client
+/// on the request's stream, and the client's answer reaches the handler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_post_9_mount_a_handler_asks_the_client_and_gets_its_answer() {
+    let signals = Arc::new(Signals {
+        started: Notify::new(),
+        cancelled: Notify::new(),
+    });
+    let addr = start(signals).await;
+    let uri: http::Uri = format!("http://{addr}/mcp").parse().unwrap();
+    let (client, mut messages) = tokio::time::timeout(
+        Duration::from_secs(5),
+        McpClient::connect(mcpwire::client::Config::new(uri), counter_entropy(22)),
+    )
+    .await
+    .expect("connected in time")
+    .expect("connected");
+    let answering = tokio::spawn({
+        let client = client.clone();
+        async move {
+            while let Some(message) = messages.recv().await {
+                if let ServerMessage::Request(request) = message {
+                    let id = request.id().cloned().expect("a request id");
+                    client
+                        .respond(&id, json!({"role": "assistant", "content": {"type": "text", "text": "from the client"}}))
+                        .unwrap();
+                }
+            }
+        }
+    });
+    let result: Result<Value, ClientError> = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.call("tools/call", Some(json!({"name": "ask", "arguments": {}}))),
+    )
+    .await
+    .expect("answered in time");
+    assert_eq!(result.unwrap()["content"][0]["text"], "from the client");
+    answering.abort();
+    client.close().await;
+}
