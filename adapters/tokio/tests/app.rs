@@ -119,8 +119,8 @@ fn call_body(id: u32, tool: &str) -> String {
     )
 }
 
-/// HTTP-POST-12 (a `notifications/cancelled` reaches the running handler), and a handler's panic becomes a
-/// -32603 answer while the server goes on serving.
+/// HTTP-POST-12 (a `notifications/cancelled` reaches the running handler), and a
+/// handler's panic becomes a -32603 answer while the server goes on serving.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_post_12_mount_delivers_a_cancel_to_a_running_handler_and_survives_a_panic() {
     let signals = Arc::new(Signals {
