@@ -209,11 +209,9 @@ async fn run(options: Options) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        result = served => {
-            match result {
-                Ok(Err(e)) => eprintln!("{PROG}: accepting failed: {e}"),
-                _ => eprintln!("{PROG}: the server stopped"),
-            }
+        // `serve` never returns: its task ends only by a panic.
+        _ = served => {
+            eprintln!("{PROG}: the server stopped");
             ExitCode::FAILURE
         }
     }

@@ -578,13 +578,27 @@ where
 
 /// Accepts connections on `listener` and serves each with `service` over HTTP/1.1,
 /// with `TCP_NODELAY` (without it every small response waits for the peer's delayed
-/// ACK). Runs until the listener fails.
-///
-/// # Errors
-/// The listener's accept error.
-pub async fn serve(listener: tokio::net::TcpListener, service: McpService) -> std::io::Result<()> {
+/// ACK). Never ends by itself (abort its task to stop accepting): a connection that
+/// failed before it was accepted is skipped, and any other accept error (out of file
+/// descriptors, say) pauses accepting for 50 ms, since it passes as connections close.
+pub async fn serve(listener: tokio::net::TcpListener, service: McpService) -> Infallible {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
     loop {
-        let (stream, _) = listener.accept().await?;
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ConnectionAborted | ConnectionRefused | ConnectionReset
+                ) =>
+            {
+                continue;
+            }
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
         let _ = stream.set_nodelay(true);
         let service = service.clone();
         tokio::spawn(async move {
