@@ -3,7 +3,8 @@
 //! cost of the HTTP round trip it sits in.
 //!
 //! - `http_roundtrip/mcpwire-json`: `mcpwire_tokio::server::McpService` (JSON mode) with
-//!   the `app::Tools` layer answering `echo`, on an initialized 2025-11-25 session.
+//!   the `app::Tools` layer answering `echo` in place (`app::mount`, as `mcpwire serve`
+//!   does), on an initialized 2025-11-25 session.
 //! - `http_roundtrip/bare-hyper`: a hyper service that answers every POST with a fixed
 //!   JSON body, after reading the request body: the floor, with no MCP work.
 //!
@@ -23,7 +24,7 @@ use hyper::client::conn::http1::SendRequest;
 use mcpwire::server::{Config, ResponseMode};
 use mcpwire_tests::server::counter_entropy;
 use mcpwire_tokio::app::{self, Tools, text_result};
-use mcpwire_tokio::server::{McpService, serve};
+use mcpwire_tokio::server::serve;
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -77,14 +78,13 @@ async fn mcpwire_server() -> (std::net::SocketAddr, String) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let config = Config::new().with_response_mode(ResponseMode::Json);
-    let (service, events) = McpService::new(config, counter_entropy(1));
     let tools = Tools::new().with_tool(
         "echo",
         "",
         json!({"type": "object"}),
         |_c, a: Value| async move { Ok(text_result(a["text"].as_str().unwrap_or(""))) },
     );
-    tokio::spawn(app::run(service.clone(), events, Arc::new(tools)));
+    let service = app::mount(config, counter_entropy(1), Arc::new(tools));
     tokio::spawn(serve(listener, service));
     let mut send = connect(addr).await;
     let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}"#;
