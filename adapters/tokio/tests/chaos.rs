@@ -15,6 +15,8 @@ use std::time::Duration;
 use mcpwire::client::{self, RequestError};
 use mcpwire::server::{Config, ResponseMode};
 use mcpwire_tests::server::counter_entropy;
+// SplitMix64: the proxy's dice, seeded per connection.
+use mcpwire_tests::splitmix64 as mix;
 use mcpwire_tokio::app::{self, Tools, text_result};
 use mcpwire_tokio::client::{CallError, McpClient, ServerMessage};
 use mcpwire_tokio::server::{McpService, serve};
@@ -27,14 +29,6 @@ fn env(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// SplitMix64: the proxy's dice, seeded per connection.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Copies `from` to `to` until EOF, or until `budget` bytes passed (then both close).
