@@ -57,10 +57,12 @@ async fn pipe(
 }
 
 /// A proxy to `upstream` that cuts one connection in `one_in` after a random number of
-/// bytes, upload or download.
+/// bytes below `window`, upload or download. The client pools its connections, so one
+/// connection carries many exchanges: a wide window spreads the cuts over all of them.
 async fn proxy(
     upstream: std::net::SocketAddr,
     one_in: u64,
+    window: u64,
     cuts: Arc<AtomicU64>,
 ) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -74,7 +76,7 @@ async fn proxy(
             n += 1;
             let dice = mix(n);
             let cut = dice % one_in == 0;
-            let at = (mix(dice) % 600) as usize;
+            let at = (mix(dice) % window) as usize;
             let upload = mix(dice ^ 1) % 4 == 0;
             if cut {
                 cuts.fetch_add(1, Ordering::Relaxed);
@@ -135,7 +137,7 @@ async fn chaos_every_call_gets_exactly_its_one_result() {
     tokio::spawn(app::run(service.clone(), events, Arc::new(tools)));
     tokio::spawn(serve(listener, service.clone()));
     let cuts = Arc::new(AtomicU64::new(0));
-    let addr = proxy(upstream, 7, Arc::clone(&cuts)).await;
+    let addr = proxy(upstream, 1, 8_192, Arc::clone(&cuts)).await;
     let uri: http::Uri = format!("http://{addr}/mcp").parse().unwrap();
 
     let retried = Arc::new(AtomicU64::new(0));
