@@ -16,12 +16,28 @@
 //!   op; shared by the `server_props` proptest and the `server_requests` fuzz target.
 //! - [`sim`]: a deterministic simulation of many clients and one server over a faulty
 //!   network on a virtual clock, with the properties checked on every seed.
+//! - [`splitmix64`]: the one 64-bit mixer behind every seeded source of the tests.
 
 pub mod alloc;
 pub mod pair;
 pub mod server;
 pub mod server_ops;
 pub mod sim;
+
+/// SplitMix64's increment, the golden ratio in 64 bits: a generator's state advances by
+/// it once per output.
+pub const SPLITMIX64_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// SplitMix64 (Steele, Lea, Flood 2014): the output for generator state `x`, which is
+/// `x` advanced by [`SPLITMIX64_GAMMA`] and then mixed. A generator yields
+/// `splitmix64(state)` and adds the gamma to `state`; `splitmix64(0)` is the first
+/// output of a generator seeded with 0. Not secure; tests only.
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(SPLITMIX64_GAMMA);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
 
 /// Spec-literal oracles: naive transcriptions of the specifications the core implements.
 pub mod reference {
@@ -34,3 +50,29 @@ pub mod reference {
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeExamples;
+
+#[cfg(test)]
+mod tests {
+    use super::{SPLITMIX64_GAMMA, splitmix64};
+
+    #[test]
+    fn splitmix64_matches_the_reference_sequence_for_seed_0() {
+        // The first outputs of the reference SplitMix64 (splitmix64.c) seeded with 0.
+        let mut state = 0u64;
+        let outputs: Vec<u64> = (0..3)
+            .map(|_| {
+                let z = splitmix64(state);
+                state = state.wrapping_add(SPLITMIX64_GAMMA);
+                z
+            })
+            .collect();
+        assert_eq!(
+            outputs,
+            [
+                0xe220_a839_7b1d_cdaf,
+                0x6e78_9e6a_a1b9_65f4,
+                0x06c4_5d18_8009_454f
+            ]
+        );
+    }
+}

@@ -13,17 +13,14 @@ use mcpwire::sse::{Decoder, Event as SseEvent, Item, Limits};
 /// The `Accept` value a conforming client sends on POST (HTTP-POST-3).
 pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 
-/// A deterministic entropy source: a counter through a 64-bit mixer (not secure; tests
-/// only).
+/// A deterministic entropy source: a counter through [`splitmix64`](crate::splitmix64),
+/// one byte per output (not secure; tests only).
 pub fn counter_entropy(seed: u64) -> Box<dyn Entropy + Send> {
     let mut state = seed;
     Box::new(move |dst: &mut [u8]| {
         for b in dst {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            *b = (z ^ (z >> 31)) as u8;
+            *b = crate::splitmix64(state) as u8;
+            state = state.wrapping_add(crate::SPLITMIX64_GAMMA);
         }
     })
 }

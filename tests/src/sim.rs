@@ -114,7 +114,8 @@ const MAX_INCARNATIONS: u32 = 4;
 /// The most steps (actions or timer rounds) of one run before it counts as a livelock.
 const MAX_STEPS: u64 = 400_000;
 
-/// SplitMix64: a small, seeded generator (not secure; simulations only).
+/// SplitMix64 ([`splitmix64`](crate::splitmix64)): a small, seeded generator (not
+/// secure; simulations only).
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
 
@@ -126,11 +127,9 @@ impl Rng {
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        let z = crate::splitmix64(self.0);
+        self.0 = self.0.wrapping_add(crate::SPLITMIX64_GAMMA);
+        z
     }
 
     /// Uniform in `0..n`; 0 when `n` is 0.

@@ -1,10 +1,13 @@
 //! The client side: [`McpClient`], the client core ([`mcpwire::client::Client`]) driven
-//! over hyper's HTTP/1.1 client, one connection per exchange.
+//! over hyper-util's HTTP/1.1 client, whose keep-alive pool reuses connections across
+//! exchanges (`TCP_NODELAY` set); a long-lived GET stream holds its connection and the
+//! pool opens others beside it.
 //!
 //! One driver task owns the core: it sends the core's requests, feeds it their response
 //! heads, bodies and failures, sleeps until its deadline, and turns its events into
 //! answers for [`McpClient::call`] and messages on the receiver [`McpClient::connect`]
-//! returns. Resumes, re-initialization and the legacy fallback happen inside the core.
+//! returns. Resumes, re-initialization, the legacy fallback and the handshake's timeout
+//! ([`Config::with_connect_timeout`]) happen inside the core.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,6 +15,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use mcpwire::Entropy;
 use mcpwire::ProtocolVersion;
 use mcpwire::client::{Client, Config, Event, ExchangeId, RequestError, Transmit, Transport};
@@ -243,12 +248,25 @@ enum Report {
 
 type Connected = oneshot::Sender<Result<(ProtocolVersion, Transport), RequestError>>;
 
+/// The connection pool every exchange of one [`McpClient`] goes through.
+type HttpClient = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
+
+/// An HTTP/1.1 keep-alive pool whose connections set `TCP_NODELAY`.
+fn http_client() -> HttpClient {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .pool_timer(TokioTimer::new())
+        .build(connector)
+}
+
 async fn drive(
     shared: Arc<Shared>,
     messages: mpsc::UnboundedSender<ServerMessage>,
     connected: Connected,
 ) {
     let mut connected = Some(connected);
+    let http = http_client();
     let (reports_tx, mut reports) = mpsc::unbounded_channel::<Report>();
     let mut tasks: HashMap<ExchangeId, JoinHandle<()>> = HashMap::new();
     loop {
@@ -266,8 +284,13 @@ async fn drive(
                     head,
                     body,
                 } => {
-                    let task =
-                        tokio::spawn(exchange_task(exchange, head, body, reports_tx.clone()));
+                    let task = tokio::spawn(exchange_task(
+                        http.clone(),
+                        exchange,
+                        head,
+                        body,
+                        reports_tx.clone(),
+                    ));
                     tasks.insert(exchange, task);
                 }
                 Transmit::Abort(x) => {
@@ -348,8 +371,13 @@ async fn drive(
     }
 }
 
-/// One HTTP exchange on its own connection.
+/// One HTTP exchange, on a pooled connection or a new one.
+///
+/// The head carries the absolute URI and the `Host` header the core wrote; the pool
+/// sends the request in origin form. Aborting the task drops the exchange, and with it a
+/// connection that is still busy (it is not returned to the pool).
 async fn exchange_task(
+    http: HttpClient,
     x: ExchangeId,
     head: http::request::Parts,
     body: Bytes,
@@ -358,27 +386,8 @@ async fn exchange_task(
     let failed = |reports: &mpsc::UnboundedSender<Report>| {
         let _ = reports.send(Report::Failed(x));
     };
-    let Some(authority) = head.uri.authority().cloned() else {
-        return failed(&reports);
-    };
-    let port = authority.port_u16().unwrap_or(80);
-    let Ok(stream) = tokio::net::TcpStream::connect((authority.host(), port)).await else {
-        return failed(&reports);
-    };
-    let _ = stream.set_nodelay(true);
-    let Ok((mut send, conn)) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await
-    else {
-        return failed(&reports);
-    };
-    tokio::spawn(conn);
-    let mut head = head;
-    // HTTP/1.1 requests carry the path, not the absolute URI.
-    if let Some(pq) = head.uri.path_and_query().cloned() {
-        head.uri = http::Uri::from(pq);
-    }
     let request = http::Request::from_parts(head, Full::new(body));
-    let Ok(response) = send.send_request(request).await else {
+    let Ok(response) = http.request(request).await else {
         return failed(&reports);
     };
     let (parts, mut body) = response.into_parts();

@@ -15,6 +15,8 @@ use std::time::Duration;
 use mcpwire::client::{self, RequestError};
 use mcpwire::server::{Config, ResponseMode};
 use mcpwire_tests::server::counter_entropy;
+// SplitMix64: the proxy's dice, seeded per connection.
+use mcpwire_tests::splitmix64 as mix;
 use mcpwire_tokio::app::{self, Tools, text_result};
 use mcpwire_tokio::client::{CallError, McpClient, ServerMessage};
 use mcpwire_tokio::server::{McpService, serve};
@@ -27,14 +29,6 @@ fn env(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// SplitMix64: the proxy's dice, seeded per connection.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Copies `from` to `to` until EOF, or until `budget` bytes passed (then both close).
@@ -63,10 +57,12 @@ async fn pipe(
 }
 
 /// A proxy to `upstream` that cuts one connection in `one_in` after a random number of
-/// bytes, upload or download.
+/// bytes below `window`, upload or download. The client pools its connections, so one
+/// connection carries many exchanges: a wide window spreads the cuts over all of them.
 async fn proxy(
     upstream: std::net::SocketAddr,
     one_in: u64,
+    window: u64,
     cuts: Arc<AtomicU64>,
 ) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -80,7 +76,7 @@ async fn proxy(
             n += 1;
             let dice = mix(n);
             let cut = dice % one_in == 0;
-            let at = (mix(dice) % 600) as usize;
+            let at = (mix(dice) % window) as usize;
             let upload = mix(dice ^ 1) % 4 == 0;
             if cut {
                 cuts.fetch_add(1, Ordering::Relaxed);
@@ -141,7 +137,7 @@ async fn chaos_every_call_gets_exactly_its_one_result() {
     tokio::spawn(app::run(service.clone(), events, Arc::new(tools)));
     tokio::spawn(serve(listener, service.clone()));
     let cuts = Arc::new(AtomicU64::new(0));
-    let addr = proxy(upstream, 7, Arc::clone(&cuts)).await;
+    let addr = proxy(upstream, 1, 8_192, Arc::clone(&cuts)).await;
     let uri: http::Uri = format!("http://{addr}/mcp").parse().unwrap();
 
     let retried = Arc::new(AtomicU64::new(0));

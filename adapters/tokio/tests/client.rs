@@ -1,12 +1,14 @@
 //! `McpClient` against `McpService` on 127.0.0.1: the handshake, a JSON answer, a
 //! streamed one with progress, a server that closes streams (SEP-1699 polling) and a
-//! legacy-only server, each bounded in time.
+//! legacy-only server, each bounded in time; connections reused across calls, and the
+//! handshake's timeout against a server that never answers.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcpwire::ProtocolVersion;
-use mcpwire::client::{self, Transport};
+use mcpwire::client::{self, RequestError, Transport};
 use mcpwire::server::{Config, LegacyPaths, ResponseMode};
 use mcpwire_tests::server::counter_entropy;
 use mcpwire_tokio::app::{self, Tools, text_result};
@@ -119,4 +121,72 @@ async fn a_legacy_only_server_is_reached_by_the_fallback() {
     let result = call(&client, "echo", json!({"text": "old"}), false).await;
     assert_eq!(result["content"][0]["text"], "old");
     client.close().await;
+}
+
+/// A TCP front for `upstream` on 127.0.0.1 that counts the connections it accepts and
+/// copies each one's bytes both ways.
+async fn counting_front(upstream: http::Uri) -> (http::Uri, Arc<AtomicUsize>) {
+    let authority = upstream.authority().unwrap().to_string();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            let authority = authority.clone();
+            tokio::spawn(async move {
+                let Ok(mut outbound) = tokio::net::TcpStream::connect(authority).await else {
+                    return;
+                };
+                let _ = inbound.set_nodelay(true);
+                let _ = outbound.set_nodelay(true);
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            });
+        }
+    });
+    (format!("http://{addr}/mcp").parse().unwrap(), accepted)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequential_calls_reuse_pooled_connections() {
+    let (uri, accepted) = counting_front(start(Config::new()).await).await;
+    let (client, _messages) = connect(uri).await;
+    for i in 0..20 {
+        let text = format!("call {i}");
+        let result = call(&client, "echo", json!({ "text": text }), false).await;
+        assert_eq!(result["content"][0]["text"], text);
+    }
+    let accepted = accepted.load(Ordering::SeqCst);
+    eprintln!("20 calls after the handshake: {accepted} TCP connections accepted");
+    // The handshake's POST, the GET stream, and at most one more: the calls reuse.
+    assert!(
+        accepted <= 3,
+        "{accepted} connections for 20 sequential calls"
+    );
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_connect_timeout_ends_a_handshake_the_server_never_answers() {
+    // Accepts, reads nothing, answers nothing, keeps the sockets open.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let config = client::Config::new(format!("http://{addr}/mcp").parse().unwrap())
+        .with_connect_timeout(Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(5),
+        McpClient::connect(config, counter_entropy(7)),
+    )
+    .await
+    .expect("the handshake ended in time");
+    assert!(matches!(outcome, Err(RequestError::Timeout)), "{outcome:?}");
+    assert!(started.elapsed() >= Duration::from_millis(200));
 }

@@ -428,24 +428,12 @@ impl Client {
         let Some(id) = self.init_id.clone() else {
             return;
         };
-        let params = format!(
-            r#"{{"protocolVersion":"{}","capabilities":{},"clientInfo":{{"name":{},"version":{}}}}}"#,
-            ProtocolVersion::V2024_11_05,
-            self.config.capabilities,
-            super::json_string(&self.config.client_name),
-            super::json_string(&self.config.client_version),
-        );
         let _ = now;
-        let mut body = bytes::BytesMut::new();
-        if let Ok(raw) = crate::jsonrpc::RawJson::new(&params) {
-            let _ = Outgoing::Request {
-                id: &id,
-                method: "initialize",
-                params: Some(&raw),
-            }
-            .write(&mut body);
-        }
-        self.send_post(body.freeze(), Vec::new());
+        // `connect` checked that the capabilities are JSON, so the body is always there.
+        let body = self
+            .initialize_body(&id, ProtocolVersion::V2024_11_05)
+            .unwrap_or_default();
+        self.send_post(body, Vec::new());
     }
 
     /// A stream's connection ended (cleanly or not).

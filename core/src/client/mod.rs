@@ -228,23 +228,7 @@ impl Client {
         let Ok(id) = self.pending.register((), Some(deadline)) else {
             return;
         };
-        let params = format!(
-            r#"{{"protocolVersion":"{}","capabilities":{},"clientInfo":{{"name":{},"version":{}}}}}"#,
-            self.config.version,
-            self.config.capabilities,
-            json_string(&self.config.client_name),
-            json_string(&self.config.client_version),
-        );
-        let mut body = BytesMut::new();
-        let written = crate::jsonrpc::RawJson::new(&params).ok().map(|raw| {
-            Outgoing::Request {
-                id: &id,
-                method: "initialize",
-                params: Some(&raw),
-            }
-            .write(&mut body)
-        });
-        if !matches!(written, Some(Ok(()))) {
+        let Some(body) = self.initialize_body(&id, self.config.version) else {
             // The configured capabilities are not JSON: nothing sensible can be sent.
             let _ = self.pending.cancel(&id);
             self.phase = Phase::Closed;
@@ -253,14 +237,40 @@ impl Client {
                     "the configured capabilities are not a JSON object".into(),
                 )));
             return;
-        }
+        };
         self.init_id = Some(id.clone());
         self.phase = Phase::Initializing;
         if self.config.legacy_only {
             // `initialize` goes to the URI the stream's `endpoint` event names.
             return self.open_legacy_stream();
         }
-        self.send_post(body.freeze(), vec![id]);
+        self.send_post(body, vec![id]);
+    }
+
+    /// The body of the `initialize` request `id` offering `version`, with the configured
+    /// capabilities and client info; `None` when the capabilities are not JSON.
+    pub(super) fn initialize_body(
+        &self,
+        id: &RequestId,
+        version: ProtocolVersion,
+    ) -> Option<Bytes> {
+        let params = format!(
+            r#"{{"protocolVersion":"{}","capabilities":{},"clientInfo":{{"name":{},"version":{}}}}}"#,
+            version,
+            self.config.capabilities,
+            json_string(&self.config.client_name),
+            json_string(&self.config.client_version),
+        );
+        let raw = crate::jsonrpc::RawJson::new(&params).ok()?;
+        let mut body = BytesMut::new();
+        Outgoing::Request {
+            id,
+            method: "initialize",
+            params: Some(&raw),
+        }
+        .write(&mut body)
+        .ok()?;
+        Some(body.freeze())
     }
 
     /// Sends a request; its response comes as [`Event::Response`], or
