@@ -5,12 +5,15 @@
 //! decision is made in [`mcpwire`].
 //!
 //! - [`server::McpService`]: the server core ([`mcpwire::server::Server`]) as a tower and
-//!   hyper service; [`server::serve`] accepts on a `TcpListener`.
-//! - [`client::McpClient`]: the client core over hyper's HTTP/1.1 client: `connect`,
-//!   `call`, `notify`, and the server's own messages on a channel.
+//!   hyper service; [`server::serve`] accepts on a `TcpListener`. Its events reach the
+//!   application on a channel ([`server::McpService::new`]) or in place, on the task
+//!   whose input caused them ([`server::McpService::with_dispatch`]).
+//! - [`client::McpClient`]: the client core over hyper-util's HTTP/1.1 keep-alive pool:
+//!   `connect`, `call`, `notify`, and the server's own messages on a channel.
 //! - [`app`]: a small application layer on the server: a handler per request that can send
 //!   progress and notifications on its stream and sees cancellation, and a typed tool
-//!   table ([`app::Tools`]).
+//!   table ([`app::Tools`]); [`app::mount`] serves it in place, [`app::run`] from the
+//!   channel.
 //! - SSE readers, below.
 //!
 //! Three ways in, one decoder ([`mcpwire::sse::Decoder`]) behind each, all of them

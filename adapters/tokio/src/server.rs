@@ -3,8 +3,14 @@
 //!
 //! The adapter moves bytes and time, and nothing else: request heads and body frames go
 //! into the core, the core's transmits come out as the response head and a streaming
-//! body, its deadlines become one tokio timer, and its events go to the application as
-//! a channel. Every status code, header, stream and session decision is the core's.
+//! body, its deadlines become one tokio timer, and its events go to the application on
+//! a channel or, with [`McpService::with_dispatch`], to a sink called in place. Every
+//! status code, header, stream and session decision is the core's.
+//!
+//! One lock guards the core. The connection's own task feeds it the request (head and
+//! body frames under one lock where they have arrived together), pulls the response
+//! frames as hyper asks for them, and, in place, runs the application on the events
+//! its input caused: a request answered at once costs no task switch.
 //!
 //! Backpressure: a response body pulls from the core only when hyper asks for the next
 //! frame, so a slow reader leaves its bytes in the core, which bounds them
