@@ -941,6 +941,8 @@ struct Wire {
     gone: bool,
     status: u16,
     content_length: Option<usize>,
+    /// Body bytes taken so far (an SSE body's bytes go to its decoder, not to `body`).
+    body_len: usize,
     sse: Option<Decoder>,
     body: Vec<u8>,
     /// The last sequence number seen per (epoch, ring).
@@ -1268,6 +1270,7 @@ impl Model {
             gone: false,
             status: 0,
             content_length: None,
+            body_len: 0,
             sse: None,
             body: Vec::new(),
             seqs: BTreeMap::new(),
@@ -1494,6 +1497,7 @@ impl Model {
                 if bytes.is_empty() {
                     return Err(format!("an empty Data on {x}"));
                 }
+                wire.body_len += bytes.len();
                 if wire.sse.is_some() {
                     self.sse_data(w, bytes)?;
                 } else {
@@ -1506,11 +1510,11 @@ impl Model {
                 }
                 wire.ended = true;
                 if let Some(len) = wire.content_length
-                    && len != wire.body.len()
+                    && len != wire.body_len
                 {
                     return Err(format!(
                         "{x}: Content-Length {len}, body {} bytes",
-                        wire.body.len()
+                        wire.body_len
                     ));
                 }
                 if wire.status == 202 && !wire.body.is_empty() {

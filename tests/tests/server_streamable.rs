@@ -1056,3 +1056,67 @@ fn session_2_an_entropy_source_that_repeats_gets_503_not_a_hang_and_never_a_shar
     assert!(h.reply(x).head.is_none(), "the first session is unharmed");
     assert_eq!(h.take_request().method(), "ping");
 }
+
+/// HTTP-POST-8, HTTP-POST-11: a driver that takes an SSE response's head only after the
+/// application answered (as `mcpwire-tokio` does for a handler that finishes at once)
+/// gets the whole stream with its length, so it is framed as one known-length body; a
+/// head taken while the stream is still open has none, and the body is streamed.
+#[test]
+fn http_post_8_http_post_11_a_head_taken_after_the_whole_stream_carries_its_length() {
+    use mcpwire::server::Transmit;
+    use mcpwire_tests::server::{counter_entropy, initialize_core, post_head};
+
+    let config = Config::new().with_response_mode(ResponseMode::Sse);
+    let mut server = mcpwire::server::Server::new(config, counter_entropy(1));
+    let now = std::time::Instant::now();
+    let sid = initialize_core(&mut server, now, V3);
+    let headers = [
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", V3),
+    ];
+
+    for answer_first in [true, false] {
+        let x = server.handle_head(now, post_head(&headers));
+        server.handle_body(now, x, bytes::Bytes::from_static(CALL.as_bytes()));
+        server.handle_body_end(now, x);
+        let Some(Event::Request(request)) = server.poll_event() else {
+            panic!("the request reaches the application");
+        };
+        let mut transmits = Vec::new();
+        if !answer_first {
+            // The head (and the priming event) are ready before the answer.
+            assert_eq!(server.poll_ready(), Some(x));
+            transmits.extend(server.poll_transmit(x));
+        }
+        server
+            .respond(now, request.handle(), &json(RESULT))
+            .expect("answered");
+        while let Some(t) = server.poll_transmit(x) {
+            transmits.push(t);
+        }
+        let Some(Transmit::Head(head)) = transmits.first() else {
+            panic!("the head comes first: {transmits:?}");
+        };
+        assert_eq!(head.headers["content-type"], "text/event-stream");
+        let body: Vec<u8> = transmits
+            .iter()
+            .filter_map(|t| match t {
+                Transmit::Data(bytes) => Some(bytes.to_vec()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        assert!(matches!(transmits.last(), Some(Transmit::End)));
+        let text = String::from_utf8(body.clone()).unwrap();
+        assert!(text.contains(r#""text":"hi""#), "{text}");
+        let length = head.headers.get("content-length");
+        if answer_first {
+            assert_eq!(
+                length.map(|v| v.to_str().unwrap().parse::<usize>().unwrap()),
+                Some(body.len())
+            );
+        } else {
+            assert_eq!(length, None, "a stream still open has no length");
+        }
+    }
+}

@@ -142,7 +142,7 @@ impl Call {
         let handle = self.handle;
         // The lock is held while sending, so the response cannot come before the entry;
         // the events the send causes are dispatched after it is released (the
-        // dispatcher takes it too).
+        // sink takes it too).
         {
             let mut pending = self
                 .pending
@@ -335,14 +335,20 @@ type Open = Arc<Mutex<HashMap<RequestHandle, (Option<SessionId>, watch::Sender<b
 struct App {
     handler: Arc<dyn Handler>,
     open: Open,
+    /// Cancels that came before their request's handler started, newest last.
+    early: Mutex<std::collections::VecDeque<RequestHandle>>,
     pending: Pending,
 }
+
+/// The most cancels kept for requests not yet started.
+const EARLY_CANCELS: usize = 64;
 
 impl App {
     fn new(handler: Arc<dyn Handler>) -> Self {
         Self {
             handler,
             open: Open::default(),
+            early: Mutex::default(),
             pending: Pending::default(),
         }
     }
@@ -362,8 +368,20 @@ impl App {
                 }
             }
             Event::Cancelled { request, .. } => {
-                if let Some((_, tx)) = lock(&self.open).get(&request) {
+                let open = lock(&self.open);
+                if let Some((_, tx)) = open.get(&request) {
                     let _ = tx.send(true);
+                } else {
+                    // Its request event may be in hand on another connection's task, not
+                    // started yet (events of different inputs may be handled at the same
+                    // time): it will start cancelled. Bounded, for the cancel of a request
+                    // that just finished instead.
+                    drop(open);
+                    let mut early = lock(&self.early);
+                    if early.len() == EARLY_CANCELS {
+                        early.pop_front();
+                    }
+                    early.push_back(request);
                 }
             }
             Event::SessionClosed { session, .. } => {
@@ -395,7 +413,19 @@ impl App {
             answer(service, handle, Ok(result));
             return;
         }
-        let (tx, rx) = watch::channel(false);
+        // Open before the handler runs, so a cancel that comes while it runs finds it; a
+        // cancel handled before this left its entry, and the handler starts cancelled.
+        let rx = {
+            let mut open = lock(&self.open);
+            let mut early = lock(&self.early);
+            let at = early.iter().position(|h| *h == handle);
+            let (tx, rx) = watch::channel(at.is_some());
+            if let Some(at) = at {
+                early.remove(at);
+            }
+            open.insert(handle, (request.session(), tx));
+            rx
+        };
         let params = request
             .message()
             .payload()
@@ -409,8 +439,6 @@ impl App {
             params,
             cancelled: rx,
         };
-        // Open before the handler runs, so a cancel that comes while it runs finds it.
-        lock(&self.open).insert(handle, (request.session(), tx));
         let mut future = self.handler.call(call);
         // Most handlers finish at their first poll (no await point reached): answer those
         // here, sparing a task and its wake-ups; spawn only the ones that wait. A future
@@ -427,19 +455,21 @@ impl App {
                 message: "the handler panicked".into(),
             })),
         };
+        // Answered before it leaves `open`: a cancel the core still takes for it finds it
+        // there, and none comes after (the core takes none for an answered request).
         if let Some(result) = result {
-            lock(&self.open).remove(&handle);
             answer(service, handle, result);
+            lock(&self.open).remove(&handle);
             return;
         }
         let service = service.clone();
         let open = Arc::clone(&self.open);
         tokio::spawn(async move {
             let result = future.await;
+            answer(&service, handle, result);
             open.lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .remove(&handle);
-            answer(&service, handle, result);
         });
     }
 }
@@ -517,4 +547,89 @@ fn answer(service: &McpService, handle: RequestHandle, result: Result<Value, Cal
             Err(e) => server.respond_error(now, handle, e.code, &e.message, None),
         };
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use mcpwire::server::Config;
+    use mcpwire_tests::server::{counter_entropy, post_head};
+
+    /// HTTP-POST-12: events of different inputs may be handled on different tasks at
+    /// once, so a cancel can be handled before its request's handler started; the
+    /// handler then starts cancelled, and the early cancel is not kept.
+    #[tokio::test]
+    async fn http_post_12_a_cancel_handled_before_its_request_starts_the_handler_cancelled() {
+        // The service's own sink only collects events, to hand them to an App in the
+        // order a race between two connection tasks could.
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let service = McpService::with_dispatch(Config::new(), counter_entropy(3), {
+            let events = Arc::clone(&events);
+            move |_, event| lock(&events).push(event)
+        });
+        let input = |headers: &[(&str, &str)], body: &'static str| {
+            service.with_server(|server, now| {
+                let x = server.handle_head(now, post_head(headers));
+                server.handle_body(now, x, Bytes::from_static(body.as_bytes()));
+                server.handle_body_end(now, x);
+            });
+        };
+        input(
+            &[],
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+        );
+        let Some(Event::Request(init)) = lock(&events).pop() else {
+            panic!("initialize reaches the sink");
+        };
+        service.with_server(|server, now| {
+            let result = RawJson::new(r#"{"protocolVersion":"2025-11-25"}"#).unwrap();
+            server.respond(now, init.handle(), &result).unwrap();
+        });
+        let session = service
+            .with_server(|server, _| {
+                server
+                    .session_header(init.session().unwrap())
+                    .map(str::to_owned)
+            })
+            .expect("a session");
+        let headers = [
+            ("mcp-session-id", session.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+        ];
+        input(
+            &headers,
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"look","arguments":{}}}"#,
+        );
+        input(
+            &headers,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#,
+        );
+        let mut taken: Vec<Event> = lock(&events).drain(..).collect();
+        let at = taken
+            .iter()
+            .position(|e| matches!(e, Event::Cancelled { .. }))
+            .expect("the cancel reaches the sink");
+        let cancel = taken.remove(at);
+        let request = taken
+            .into_iter()
+            .find(|e| matches!(e, Event::Request(_)))
+            .expect("the request reaches the sink");
+
+        let seen = Arc::new(Mutex::new(None));
+        let tools = Tools::new().with_tool("look", "", json!({"type": "object"}), {
+            let seen = Arc::clone(&seen);
+            move |call, _: Value| {
+                *lock(&seen) = Some(call.is_cancelled());
+                async move { Ok(text_result("done")) }
+            }
+        });
+        let app = App::new(Arc::new(tools));
+        app.dispatch(&service, cancel);
+        assert_eq!(lock(&app.early).len(), 1);
+        app.dispatch(&service, request);
+        assert_eq!(*lock(&seen), Some(true), "the handler starts cancelled");
+        assert!(lock(&app.early).is_empty());
+        assert!(lock(&app.open).is_empty());
+    }
 }

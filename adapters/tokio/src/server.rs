@@ -33,43 +33,35 @@ use tokio::sync::{Notify, mpsc, oneshot};
 /// The core and what the adapter keeps per exchange.
 struct Core {
     server: Server,
-    /// Exchanges whose head a request future waits for.
-    heads: HashMap<ExchangeId, oneshot::Sender<http::response::Parts>>,
+    /// Exchanges whose request future waits for the head to be ready; the future takes
+    /// it itself, as late as it can (see [`McpService::call`](tower_service::Service::call)).
+    heads: HashMap<ExchangeId, oneshot::Sender<()>>,
     /// Response bodies waiting for bytes.
     wakers: HashMap<ExchangeId, Waker>,
-    events: EventSink,
+    /// Where events go; `None`: they stay in the core for the in-place sink, taken by
+    /// the task whose input caused them ([`Shared::release`]).
+    events: Option<mpsc::UnboundedSender<Event>>,
     /// The deadline the timer task sleeps until (`None`: until notified). An input
     /// wakes the timer task only when it moved the core's next deadline earlier, so
     /// the common request, whose deadlines lie behind the earliest, costs no wake-up.
     timer_at: Option<Instant>,
 }
 
-/// Where the core's events go.
-enum EventSink {
-    /// To the receiver [`McpService::new`] returned.
-    Channel(mpsc::UnboundedSender<Event>),
-    /// Into the dispatch queue of [`McpService::with_dispatch`].
-    Queue(Arc<Mutex<Dispatch>>),
-}
+/// The in-place sink of [`McpService::with_dispatch`].
+type Sink = Box<dyn Fn(&McpService, Event) + Send + Sync>;
 
-/// The events of a service with an in-place dispatcher, and the dispatcher. Events are
-/// queued in the core's order (under the core's lock); whichever task queued some and
-/// finds no dispatch running becomes the dispatcher and runs the sink until the queue is
-/// empty, the queue's lock released around each call. So events are handled one at a
-/// time, in order, on the tasks that caused them, and a sink that feeds the core again
-/// (an answer) only queues more for the loop already running.
-struct Dispatch {
-    queue: std::collections::VecDeque<Event>,
-    /// Taken out by the running dispatcher; `None` means a dispatch is running.
-    sink: Option<Sink>,
+thread_local! {
+    /// The service whose sink runs on this thread (its address), if any: an input made
+    /// from inside the sink (an answer) leaves its events to the loop already running…
+    static DISPATCHING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// …and says here that it left some.
+    static LEFT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
-
-type Sink = Box<dyn FnMut(&McpService, Event) + Send>;
 
 struct Shared {
     core: Mutex<Core>,
-    /// The dispatch queue, for services made by [`McpService::with_dispatch`].
-    dispatch: Option<Arc<Mutex<Dispatch>>>,
+    /// The in-place sink, for services made by [`McpService::with_dispatch`].
+    sink: Option<Sink>,
     /// Woken when an input may have moved the next deadline earlier, or at shutdown.
     timer: Notify,
     /// Set when the last [`McpService`] handle is gone: the timer task ends.
@@ -105,13 +97,25 @@ impl Shared {
         r
     }
 
-    /// Hands out what the last input produced, unlocks, and dispatches its events.
-    fn release(self: &Arc<Self>, core: MutexGuard<'_, Core>) {
-        self.release_deferred(core);
-        self.deliver();
+    /// Hands out what the last input produced, unlocks, and runs the in-place sink on
+    /// its events, here.
+    fn release(self: &Arc<Self>, mut core: MutexGuard<'_, Core>) {
+        if self.sink.is_none() {
+            self.release_deferred(core);
+        } else if self.dispatching_here() {
+            if core.server.has_events() {
+                LEFT.set(true);
+            }
+            self.release_deferred(core);
+        } else {
+            let taken = take_events(&mut core.server);
+            self.release_deferred(core);
+            self.dispatch(taken);
+        }
     }
 
-    /// Hands out what the last input produced and unlocks; its events stay queued.
+    /// Hands out what the last input produced and unlocks; in-place events stay in the
+    /// core until the next [`release`](Self::release) or [`deliver`](Self::deliver).
     fn release_deferred(&self, mut core: MutexGuard<'_, Core>) {
         core.pump();
         let wake = core.deadline_moved_earlier();
@@ -121,33 +125,69 @@ impl Shared {
         }
     }
 
-    /// Runs the in-place dispatcher over the queued events, unless one is running (it
-    /// will see them) or the service has none.
+    /// Whether this thread is inside this service's sink.
+    fn dispatching_here(&self) -> bool {
+        DISPATCHING.get() == std::ptr::from_ref(self) as usize
+    }
+
+    /// Runs the in-place sink on every event left in the core (unless this thread is
+    /// inside the sink already: its loop takes them).
     fn deliver(self: &Arc<Self>) {
-        let Some(dispatch) = &self.dispatch else {
-            return;
-        };
-        let lock = || dispatch.lock().unwrap_or_else(|p| p.into_inner());
-        let mut queue = lock();
-        let Some(mut sink) = queue.sink.take() else {
+        if self.sink.is_some() {
+            if self.dispatching_here() {
+                LEFT.set(true);
+            } else {
+                let taken = take_events(&mut self.lock().server);
+                self.dispatch(taken);
+            }
+        }
+    }
+
+    /// Runs the sink on `taken` (all the events one input caused, in the core's order),
+    /// then on the events its answers caused, until none is left. Events of inputs made
+    /// on other tasks are handled there, possibly at the same time.
+    fn dispatch(self: &Arc<Self>, mut taken: Taken) {
+        let Some(sink) = &self.sink else {
             return;
         };
         let service = McpService {
             shared: Arc::clone(self),
             _owner: None,
         };
-        while let Some(event) = queue.queue.pop_front() {
-            drop(queue);
-            // A panicking sink loses its event, not the dispatcher (nor the connection
-            // task it runs on).
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                sink(&service, event);
-            }));
-            queue = lock();
+        let outer = DISPATCHING.replace(std::ptr::from_ref(&**self) as usize);
+        let outer_left = LEFT.replace(false);
+        loop {
+            for event in taken.0.into_iter().chain(taken.1) {
+                // A panicking sink loses its event, not the task it runs on.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    sink(&service, event);
+                }));
+            }
+            if !LEFT.replace(false) {
+                break;
+            }
+            let mut core = self.lock();
+            taken = take_events(&mut core.server);
+            self.release_deferred(core);
         }
-        // Emptiness seen and the sink put back under one lock: nothing queued is missed.
-        queue.sink = Some(sink);
+        DISPATCHING.set(outer);
+        LEFT.set(outer_left);
     }
+}
+
+/// Events taken out of the core together: the first (an input's usual one) and the
+/// rest, which allocate only when there are more.
+type Taken = (Option<Event>, Vec<Event>);
+
+fn take_events(server: &mut Server) -> Taken {
+    let first = server.poll_event();
+    let mut rest = Vec::new();
+    if first.is_some() {
+        while let Some(event) = server.poll_event() {
+            rest.push(event);
+        }
+    }
+    (first, rest)
 }
 
 impl Core {
@@ -160,34 +200,19 @@ impl Core {
         }
     }
 
-    /// Hands every ready head to its waiting request future, wakes every body with
-    /// bytes, and forwards the application's events.
+    /// Tells every request future whose head is ready, wakes every body with bytes, and
+    /// forwards the application's events to the channel, if the service has one.
     fn pump(&mut self) {
         while let Some(x) = self.server.poll_ready() {
             if let Some(waiter) = self.heads.remove(&x) {
-                match self.server.poll_transmit(x) {
-                    Some(Transmit::Head(head)) => {
-                        let _ = waiter.send(head);
-                    }
-                    // The core always sends the head first; anything else is a core bug.
-                    _ => continue,
-                }
-            }
-            if let Some(waker) = self.wakers.remove(&x) {
+                let _ = waiter.send(());
+            } else if let Some(waker) = self.wakers.remove(&x) {
                 waker.wake();
             }
         }
-        match &self.events {
-            EventSink::Channel(tx) => {
-                while let Some(event) = self.server.poll_event() {
-                    let _ = tx.send(event);
-                }
-            }
-            EventSink::Queue(dispatch) => {
-                let mut dispatch = dispatch.lock().unwrap_or_else(|p| p.into_inner());
-                while let Some(event) = self.server.poll_event() {
-                    dispatch.queue.push_back(event);
-                }
+        if let Some(tx) = &self.events {
+            while let Some(event) = self.server.poll_event() {
+                let _ = tx.send(event);
             }
         }
     }
@@ -197,7 +222,7 @@ impl Core {
 #[derive(Clone)]
 pub struct McpService {
     shared: Arc<Shared>,
-    /// `None` in the handle a dispatcher is given: it must not keep the service alive.
+    /// `None` in the handle the sink is given: it must not keep the service alive.
     _owner: Option<Arc<Owner>>,
 }
 
@@ -216,40 +241,31 @@ impl McpService {
         entropy: Box<dyn Entropy + Send>,
     ) -> (Self, mpsc::UnboundedReceiver<Event>) {
         let (events, rx) = mpsc::unbounded_channel();
-        (
-            Self::build(config, entropy, EventSink::Channel(events), None),
-            rx,
-        )
+        (Self::build(config, entropy, Some(events), None), rx)
     }
 
     /// A service whose events are handed to `sink` in place, on the task whose input
-    /// caused them (the connection's, mostly), one at a time and in order, instead of
-    /// through a channel to an application task: a request answered at once then costs
-    /// no task switch. `sink` must not block; it may call [`with_server`](Self::with_server)
-    /// (the events that causes are handled after it returns). A timer task is spawned
-    /// on the current tokio runtime.
+    /// caused them (the connection's, mostly), instead of through a channel to an
+    /// application task: a request answered at once then costs no task switch, and its
+    /// answer leaves with the response head. The events one input caused are handled in
+    /// order, one at a time; those of inputs on other connections may be handled on
+    /// their tasks at the same time, so `sink` is `Fn + Sync`. `sink` must not block; it
+    /// may call [`with_server`](Self::with_server) (the events that causes are handled
+    /// after it returns, by the same loop). A timer task is spawned on the current tokio
+    /// runtime.
     pub fn with_dispatch(
         config: Config,
         entropy: Box<dyn Entropy + Send>,
-        sink: impl FnMut(&Self, Event) + Send + 'static,
+        sink: impl Fn(&Self, Event) + Send + Sync + 'static,
     ) -> Self {
-        let dispatch = Arc::new(Mutex::new(Dispatch {
-            queue: std::collections::VecDeque::new(),
-            sink: Some(Box::new(sink)),
-        }));
-        Self::build(
-            config,
-            entropy,
-            EventSink::Queue(Arc::clone(&dispatch)),
-            Some(dispatch),
-        )
+        Self::build(config, entropy, None, Some(Box::new(sink)))
     }
 
     fn build(
         config: Config,
         entropy: Box<dyn Entropy + Send>,
-        events: EventSink,
-        dispatch: Option<Arc<Mutex<Dispatch>>>,
+        events: Option<mpsc::UnboundedSender<Event>>,
+        sink: Option<Sink>,
     ) -> Self {
         let shared = Arc::new(Shared {
             core: Mutex::new(Core {
@@ -259,7 +275,7 @@ impl McpService {
                 events,
                 timer_at: None,
             }),
-            dispatch,
+            sink,
             timer: Notify::new(),
             closed: std::sync::atomic::AtomicBool::new(false),
         });
@@ -279,7 +295,7 @@ impl McpService {
 
     /// As [`with_server`](Self::with_server), but the events it causes wait for the next
     /// [`deliver`](Self::deliver) (or the next input): for a caller holding a lock that
-    /// the dispatcher takes.
+    /// the sink takes.
     pub(crate) fn with_server_deferred<R>(&self, f: impl FnOnce(&mut Server, Instant) -> R) -> R {
         let now = Instant::now();
         let mut core = self.shared.lock();
@@ -288,7 +304,7 @@ impl McpService {
         r
     }
 
-    /// Dispatches the events queued so far (a service with an in-place dispatcher).
+    /// Runs the in-place sink on the events the core holds (those of deferred inputs).
     pub(crate) fn deliver(&self) {
         self.shared.deliver();
     }
@@ -326,7 +342,39 @@ pub struct ExchangeBody {
     exchange: ExchangeId,
     /// Bytes taken from the core while looking for the end behind the last ones.
     next: Option<Bytes>,
+    /// Body bytes not yet taken, when the head gave the length: hyper stops polling a
+    /// body once that many bytes went out, so the end is taken with the last of them.
+    remaining: Option<u64>,
     done: bool,
+}
+
+impl ExchangeBody {
+    fn new(shared: Arc<Shared>, exchange: ExchangeId, head: &http::response::Parts) -> Self {
+        let remaining = head
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse().ok());
+        Self {
+            shared,
+            exchange,
+            next: None,
+            remaining,
+            done: false,
+        }
+    }
+
+    /// Counts `bytes`, just taken from the core, against the known length; with the
+    /// last of them the end is taken too (the core gives a head its length only when
+    /// the whole body and its end are queued behind it).
+    fn took(&mut self, server: &mut Server, bytes: &Bytes) {
+        if let Some(remaining) = &mut self.remaining {
+            *remaining = remaining.saturating_sub(bytes.len() as u64);
+            if *remaining == 0 && matches!(server.poll_transmit(self.exchange), Some(Transmit::End))
+            {
+                self.done = true;
+            }
+        }
+    }
 }
 
 impl Body for ExchangeBody {
@@ -348,12 +396,18 @@ impl Body for ExchangeBody {
         loop {
             match core.server.poll_transmit(self.exchange) {
                 Some(Transmit::Data(bytes)) => {
-                    // An end right behind these bytes is taken now, so that hyper writes
-                    // the message's end with them rather than after another poll.
-                    match core.server.poll_transmit(self.exchange) {
-                        Some(Transmit::End) => self.done = true,
-                        Some(Transmit::Data(more)) => self.next = Some(more),
-                        Some(Transmit::Head(_)) | None => {}
+                    self.took(&mut core.server, &bytes);
+                    // An end or more bytes right behind these are taken now, so that hyper
+                    // writes them together rather than after another poll.
+                    if !self.done {
+                        match core.server.poll_transmit(self.exchange) {
+                            Some(Transmit::End) => self.done = true,
+                            Some(Transmit::Data(more)) => {
+                                self.took(&mut core.server, &more);
+                                self.next = Some(more);
+                            }
+                            Some(Transmit::Head(_)) | None => {}
+                        }
                     }
                     return Poll::Ready(Some(Ok(Frame::data(bytes))));
                 }
@@ -455,7 +509,7 @@ where
             };
             // The rest of the body is read here, in the connection's own task, until it
             // ends or the head comes first (a refusal: the rest is not wanted).
-            let head = loop {
+            let ready = loop {
                 match fed {
                     Fed::Reading => {}
                     Fed::Ended => break (&mut rx).await,
@@ -482,20 +536,23 @@ where
                 .await;
                 match step {
                     Ok(next) => fed = next,
-                    Err(head) => break head,
+                    Err(ready) => break ready,
+                }
+            };
+            // The head is taken as late as it can be: after the application has seen
+            // the request (in place, on this task, in `release`), so that an answer given
+            // at once goes out with it, and a body complete by then is sent with its
+            // length (the core adds it) rather than in chunks.
+            let head = match ready.map(|()| shared.lock().server.poll_transmit(x)) {
+                Ok(Some(Transmit::Head(head))) => head,
+                // The core forgot the exchange without a head (it cannot): answer 500.
+                _ => {
+                    drop(guard);
+                    return Ok(bare(http::StatusCode::INTERNAL_SERVER_ERROR, &shared, x));
                 }
             };
             guard.armed = false;
-            let Ok(head) = head else {
-                // The core forgot the exchange without a head (it cannot): answer 500.
-                return Ok(bare(http::StatusCode::INTERNAL_SERVER_ERROR, &shared, x));
-            };
-            let body = ExchangeBody {
-                shared,
-                exchange: x,
-                next: None,
-                done: false,
-            };
+            let body = ExchangeBody::new(shared, x, &head);
             Ok(http::Response::from_parts(head, body))
         })
     }
@@ -562,6 +619,7 @@ fn bare(
         shared: Arc::clone(shared),
         exchange,
         next: None,
+        remaining: None,
         done: true,
     });
     *response.status_mut() = status;

@@ -201,3 +201,84 @@ async fn http_post_9_mount_a_handler_asks_the_client_and_gets_its_answer() {
     answering.abort();
     client.close().await;
 }
+
+/// HTTP-POST-8, HTTP-POST-11, RESUME-8: under `ResponseMode::Sse`, a handler that answers
+/// at its first poll has answered before the connection's task takes the response head,
+/// so the whole stream (priming event and answer) goes out as one body of known length,
+/// not as chunks; a handler that waits gets a streamed (chunked) response.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_post_8_an_sse_answer_given_at_once_leaves_with_its_head_and_length() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let tools = Tools::new()
+        .with_tool(
+            "echo",
+            "",
+            json!({"type": "object"}),
+            |_c, a: Value| async move { Ok(text_result(a["text"].as_str().unwrap_or(""))) },
+        )
+        .with_tool(
+            "later",
+            "",
+            json!({"type": "object"}),
+            |_c, _a: Value| async move {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Ok(text_result("later"))
+            },
+        );
+    let config = Config::new().with_response_mode(mcpwire::server::ResponseMode::Sse);
+    let service = app::mount(config, counter_entropy(23), Arc::new(tools));
+    tokio::spawn(serve(listener, service));
+
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let mut session: Option<String> = None;
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    for (body, expect_length) in [
+        (init.to_owned(), true),
+        (call_body(1, "echo"), true),
+        (call_body(2, "later"), false),
+    ] {
+        let mut b = http::Request::post("/mcp")
+            .header("host", addr.to_string())
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(s) = &session {
+            b = b.header("mcp-session-id", s);
+        }
+        let response = tokio::time::timeout(
+            Duration::from_secs(5),
+            send.send_request(b.body(Full::new(Bytes::from(body))).unwrap()),
+        )
+        .await
+        .expect("answered in time")
+        .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        if let Some(s) = response.headers().get("mcp-session-id") {
+            session = Some(s.to_str().unwrap().to_owned());
+        }
+        let length = response
+            .headers()
+            .get("content-length")
+            .map(|v| v.to_str().unwrap().parse::<usize>().unwrap());
+        let chunked = response.headers().get("transfer-encoding").is_some();
+        let text = response.into_body().collect().await.unwrap().to_bytes();
+        let text = String::from_utf8(text.to_vec()).unwrap();
+        assert!(text.starts_with("id: "), "a priming event first: {text}");
+        assert!(text.contains(r#""result""#), "{text}");
+        if expect_length {
+            assert_eq!(length, Some(text.len()), "{text}");
+            assert!(!chunked);
+        } else {
+            assert_eq!(length, None);
+            assert!(chunked, "a handler that waits gets a streamed response");
+        }
+        send.ready().await.unwrap();
+    }
+}

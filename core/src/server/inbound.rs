@@ -1091,7 +1091,7 @@ pub(super) fn json_head(status: StatusCode, len: usize) -> http::response::Parts
 }
 
 /// `Content-Length`: the digits on the stack, copied once into the value.
-fn content_length(len: usize) -> HeaderValue {
+pub(super) fn content_length(len: usize) -> HeaderValue {
     HeaderValue::from_str(itoa::Buffer::new().format(len)).unwrap_or(HeaderValue::from_static("0"))
 }
 

@@ -253,18 +253,34 @@ impl Server {
     /// The next thing to write on `exchange`: pull when its connection can take more, so
     /// a slow reader keeps its bytes here (bounded) rather than in the driver. After
     /// [`Transmit::End`] the exchange is forgotten.
+    ///
+    /// A head taken when its whole body is already queued (an SSE stream whose every
+    /// message was answered before the driver asked, the common in-place answer) carries
+    /// that body's `Content-Length`: the driver then frames it as one known-length body
+    /// instead of chunks and a terminating chunk. So a driver that takes the head as late
+    /// as it can (after running the application on the request) writes less.
     #[must_use]
     pub fn poll_transmit(&mut self, exchange: ExchangeId) -> Option<Transmit> {
         let x = exchange.0;
         let e = self.exchanges.get_mut(&x)?;
-        let Some(t) = e.out.pop_front() else {
+        let Some(mut t) = e.out.pop_front() else {
             e.readied = false;
             return None;
         };
-        match &t {
+        match &mut t {
             Transmit::Data(bytes) => e.unsent -= bytes.len(),
             Transmit::End => self.forget_exchange(x),
-            Transmit::Head(_) => {}
+            Transmit::Head(head) => {
+                if e.ended
+                    && e.unsent > 0
+                    && !head.headers.contains_key(http::header::CONTENT_LENGTH)
+                {
+                    head.headers.insert(
+                        http::header::CONTENT_LENGTH,
+                        inbound::content_length(e.unsent),
+                    );
+                }
+            }
         }
         Some(t)
     }
@@ -278,6 +294,12 @@ impl Server {
             self.events.shrink_to(EVENTS_KEPT);
         }
         event
+    }
+
+    /// Whether [`poll_event`](Self::poll_event) has an event to give.
+    #[must_use]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
     }
 
     /// The next deadline: a heartbeat, a polling close, a session's idle expiry, a
