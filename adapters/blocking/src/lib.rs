@@ -7,6 +7,7 @@
 //! - [`SseReader`]: a `text/event-stream` body read from any [`std::io::Read`] (a file,
 //!   stdin, a `TcpStream`, an HTTP client's body reader), as an iterator of
 //!   [`Item`]s.
+//! - [`SseWriter`]: SSE frames written to any [`std::io::Write`], flushed one by one.
 //!
 //! # Example
 //!
@@ -22,6 +23,10 @@
 //! assert!(reader.next().is_none());
 //! assert_eq!(reader.last_event_id(), "1");
 //! ```
+
+mod writer;
+
+pub use writer::SseWriter;
 
 use std::error::Error;
 use std::fmt;
