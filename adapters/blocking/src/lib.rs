@@ -8,6 +8,8 @@
 //!   stdin, a `TcpStream`, an HTTP client's body reader), as an iterator of
 //!   [`Item`]s.
 //! - [`SseWriter`]: SSE frames written to any [`std::io::Write`], flushed one by one.
+//! - [`server`]: an MCP server on `tiny_http`, a fixed pool of worker threads over one
+//!   core; [`app`]: a handler per request on threads of its own, and a typed tool table.
 //!
 //! # Example
 //!
@@ -24,6 +26,8 @@
 //! assert_eq!(reader.last_event_id(), "1");
 //! ```
 
+pub mod app;
+pub mod server;
 mod writer;
 
 pub use writer::SseWriter;
