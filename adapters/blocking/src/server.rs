@@ -13,8 +13,8 @@
 //! - **tiny_http's**: it accepts connections and parses request heads on threads of its
 //!   own (one per connection, unbounded) and queues the requests (unbounded).
 //! - **The acceptor** takes each request from tiny_http and hands it to an idle worker.
-//!   The hand-off is bounded: a request is queued only while fewer are queued than
-//!   workers are idle, so it is picked up at once; when every worker is busy it is
+//!   The hand-off is bounded: a request is queued only when it can reserve a free
+//!   worker, so it is picked up at once; when every worker is busy it is
 //!   answered **503 with `Retry-After`** on the spot rather than left waiting.
 //! - **Workers**, a fixed pool ([`ServeOptions::with_workers`]): one serves one request
 //!   from its head to the end of its response. A long-lived SSE stream (a session's GET
@@ -224,9 +224,12 @@ struct Dispatch {
     sink: Option<Sink>,
 }
 
-/// Requests handed to the workers, and how many workers wait for one.
+/// Requests handed to the workers, and how many workers are free.
 struct Pool {
     queue: VecDeque<tiny_http::Request>,
+    /// Workers neither serving a request nor reserved for a queued one: every worker
+    /// at the start, one less per hand-off, one more when a worker finishes a request.
+    /// So a request is queued only when a worker is bound to take it.
     idle: usize,
     stopping: bool,
 }
@@ -526,7 +529,7 @@ pub fn start(
         }),
         pool: Mutex::new(Pool {
             queue: VecDeque::new(),
-            idle: 0,
+            idle: options.workers,
             stopping: false,
         }),
         work: Condvar::new(),
@@ -575,7 +578,8 @@ fn accept(http: &tiny_http::Server, shared: &Shared, retry_after: u64) {
         if pool.stopping {
             break;
         }
-        if pool.queue.len() < pool.idle {
+        if pool.idle > 0 {
+            pool.idle -= 1;
             pool.queue.push_back(request);
             drop(pool);
             shared.work.notify_one();
@@ -596,20 +600,23 @@ fn work(shared: &Arc<Shared>, me: usize, read_size: usize) {
     loop {
         let request = {
             let mut pool = lock(&shared.pool);
-            pool.idle += 1;
             while pool.queue.is_empty() && !pool.stopping {
                 pool = shared
                     .work
                     .wait(pool)
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
             }
-            pool.idle -= 1;
             match pool.queue.pop_front() {
                 Some(request) => request,
                 None => return,
             }
         };
-        exchange(shared, me, request, &mut buf);
+        // A panic here is a bug; the worker survives it (tiny_http answers a request
+        // dropped unanswered with 500) and stays in the pool.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            exchange(shared, me, request, &mut buf);
+        }));
+        lock(&shared.pool).idle += 1;
     }
 }
 

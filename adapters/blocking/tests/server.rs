@@ -69,12 +69,16 @@ struct Fixture {
     probe: Arc<Probe>,
     addr: SocketAddr,
     acks: Sender<()>,
+    /// What the `until_cancelled` tool reports: "started", then "cancelled".
+    reports: Receiver<&'static str>,
 }
 
 impl Fixture {
     fn start(config: Config, options: ServeOptions) -> Self {
         let (acks, wait): (Sender<()>, Receiver<()>) = channel();
         let wait = Mutex::new(wait);
+        let (report, reports) = channel();
+        let report = Mutex::new(report);
         let tools = Tools::new()
             .with_server_info("blocking-test", "1")
             .with_tool(
@@ -100,6 +104,23 @@ impl Fixture {
                     }
                     Ok(text_result("done"))
                 },
+            )
+            .with_tool(
+                "until_cancelled",
+                "Waits (at most 5 s) for the client to cancel it",
+                json!({"type": "object"}),
+                move |call: &Call, _: Value| {
+                    let report = |what| report.lock().unwrap().send(what).unwrap();
+                    report("started");
+                    let deadline = Instant::now() + TIMEOUT;
+                    while !call.is_cancelled() && Instant::now() < deadline {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    if call.is_cancelled() {
+                        report("cancelled");
+                    }
+                    Ok(text_result("too late"))
+                },
             );
         let probe = Arc::new(Probe {
             tools,
@@ -120,6 +141,7 @@ impl Fixture {
             probe,
             addr,
             acks,
+            reports,
         }
     }
 
@@ -576,4 +598,51 @@ fn graceful_shutdown_ends_an_open_get_stream() {
         stopping.join().unwrap(),
         "every exchange ended within the grace"
     );
+}
+
+#[test]
+fn http_post_12_notifications_cancelled_reaches_the_running_handler() {
+    let config = Config::new().with_response_mode(ResponseMode::Sse);
+    let f = Fixture::start(config, ServeOptions::new());
+    let session = f.initialize();
+    let call = f.post(
+        Some(&session),
+        &tools_call(5, "until_cancelled", json!({}), None),
+    );
+    assert_eq!(call.status, 200);
+    assert_eq!(f.reports.recv_timeout(TIMEOUT), Ok("started"));
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"test"}}"#;
+    assert_eq!(f.post(Some(&session), cancel).status, 202);
+    assert_eq!(f.reports.recv_timeout(TIMEOUT), Ok("cancelled"));
+    // The late answer is dropped: the stream ends without a response.
+    let messages = call.messages();
+    assert!(
+        messages.iter().all(|m| m.get("id").is_none()),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn http_get_9_a_second_get_stream_gets_409_until_the_first_client_is_gone() {
+    // The first client's departure is noticed when a heartbeat to it fails.
+    let config = Config::new().with_heartbeat(Some(Duration::from_millis(20)));
+    let f = Fixture::start(config, ServeOptions::new());
+    let session = f.initialize();
+    let first = f.get(&session, None);
+    assert_eq!(first.status, 200);
+    assert_eq!(f.get(&session, None).status, 409);
+    drop(first);
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let again = f.get(&session, None);
+        if again.status == 200 {
+            break;
+        }
+        assert_eq!(again.status, 409);
+        assert!(
+            Instant::now() < deadline,
+            "the disconnect never reached the core"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
