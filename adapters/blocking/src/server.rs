@@ -8,6 +8,31 @@
 //! core's; the adapter's own answers are about its capacity (503 when every worker is
 //! busy) and about HTTP it could not hand to the core (400 for a head `http` rejects).
 //!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use mcpwire::server::Config;
+//! use mcpwire_blocking::app::{Call, Tools, text_result};
+//! use mcpwire_blocking::server::{ServeOptions, serve};
+//! use serde_json::{Value, json};
+//!
+//! let tools = Tools::new().with_tool(
+//!     "echo",
+//!     "Returns its text",
+//!     json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+//!     |_: &Call, args: Value| Ok(text_result(args["text"].as_str().unwrap_or_default())),
+//! );
+//! let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+//! // Session ids come from this: use a cryptographically secure source in production.
+//! let entropy = Box::new(|b: &mut [u8]| b.fill(7));
+//! let handle = serve(listener, Config::new(), entropy, Arc::new(tools), ServeOptions::new())?;
+//! println!("serving MCP on http://{}/mcp", handle.local_addr());
+//! assert!(handle.shutdown(Duration::from_secs(5)));
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
 //! # Threads
 //!
 //! - **tiny_http's**: it accepts connections and parses request heads on threads of its
