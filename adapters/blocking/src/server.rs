@@ -88,13 +88,14 @@
 //! # Limits of tiny_http
 //!
 //! - A client that goes away from a quiet stream is noticed only when a write to it
-//!   fails, at the next heartbeat
+//!   fails, at the next heartbeat or the one after
 //!   ([`Config::with_heartbeat`](mcpwire::server::Config::with_heartbeat), 15 s by
 //!   default): until then it holds its worker (tiny_http gives no access to the socket
 //!   to watch it for the peer's close).
-//! - A client that stops reading blocks its worker in `write` (tiny_http sets no write
-//!   timeout); TCP's own timeouts end it eventually. The core still bounds the bytes
-//!   queued for it.
+//! - A client that stops reading blocks its worker in `write` until the write timeout
+//!   ([`ServeOptions::with_write_timeout`]) passes. The core bounds the bytes queued
+//!   for it meanwhile. The abandoned connection itself stays open until the client
+//!   closes it (tiny_http gives no way to close it).
 //! - The unread rest of a refused request's body (a 413, a 503) is read and dropped by
 //!   tiny_http when the request is dropped, on the thread that answered it.
 //! - A streamed response is always HTTP/1.1 chunked, even to an HTTP/1.0 client.
@@ -124,14 +125,15 @@ pub struct ServeOptions {
     queue: usize,
     retry_after: Duration,
     nodelay: bool,
+    write_timeout: Option<Duration>,
     read_size: usize,
     grace: Duration,
 }
 
 impl ServeOptions {
     /// The defaults: 64 workers, 8 handler threads with 1,024 queued calls, `Retry-After:
-    /// 1` on a busy 503, `TCP_NODELAY` on, 16 KiB body reads, and a 5 s grace when a
-    /// [`Handle`] is dropped.
+    /// 1` on a busy 503, `TCP_NODELAY` on, a 30 s write timeout, 16 KiB body reads, and
+    /// a 5 s grace when a [`Handle`] is dropped.
     pub fn new() -> Self {
         Self {
             workers: 64,
@@ -139,6 +141,7 @@ impl ServeOptions {
             queue: 1024,
             retry_after: Duration::from_secs(1),
             nodelay: true,
+            write_timeout: Some(Duration::from_secs(30)),
             read_size: 16 << 10,
             grace: Duration::from_secs(5),
         }
@@ -172,6 +175,15 @@ impl ServeOptions {
     /// delayed ACK.
     pub fn with_nodelay(mut self, nodelay: bool) -> Self {
         self.nodelay = nodelay;
+        self
+    }
+
+    /// How long one write to a client may block (`SO_SNDTIMEO`, set on the listener,
+    /// which Linux accepted sockets inherit; `None` or zero: forever). A client that
+    /// stops reading then frees its worker when the timeout passes: its connection is
+    /// abandoned and the core told, as for a client that went away.
+    pub fn with_write_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.write_timeout = timeout.filter(|t| !t.is_zero());
         self
     }
 
@@ -533,9 +545,11 @@ pub fn start(
     options: ServeOptions,
     sink: Sink,
 ) -> io::Result<Handle> {
+    let socket = socket2::SockRef::from(&listener);
     if options.nodelay {
-        socket2::SockRef::from(&listener).set_tcp_nodelay(true)?;
+        socket.set_tcp_nodelay(true)?;
     }
+    socket.set_write_timeout(options.write_timeout)?;
     let addr = listener.local_addr()?;
     let http = tiny_http::Server::from_listener(listener, None).map_err(io::Error::other)?;
     let http = Arc::new(http);

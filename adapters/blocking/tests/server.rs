@@ -270,7 +270,32 @@ impl Reply {
 /// Writes one raw HTTP/1.1 request and reads the response head; the body is read from
 /// what `Reply::body` returns (de-chunked, or limited to its length).
 fn request(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &str) -> Reply {
-    let mut stream = TcpStream::connect(addr).unwrap();
+    request_on(
+        TcpStream::connect(addr).unwrap(),
+        addr,
+        method,
+        headers,
+        body,
+    )
+}
+
+/// As [`request`], on a connection with a small receive buffer: a client that does not
+/// read soon stops the server's writes.
+fn request_small_window(addr: SocketAddr, method: &str, headers: &[(&str, &str)]) -> Reply {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.connect(&addr.into()).unwrap();
+    request_on(socket.into(), addr, method, headers, "")
+}
+
+fn request_on(
+    mut stream: TcpStream,
+    addr: SocketAddr,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
     stream.set_read_timeout(Some(TIMEOUT)).unwrap();
     let mut head = format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\n");
     for (name, value) in headers {
@@ -332,6 +357,19 @@ fn tools_call(id: u32, name: &str, arguments: Value, token: Option<&str>) -> Str
         params["_meta"] = json!({"progressToken": token});
     }
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+}
+
+/// Sends until the answer is not 503 (or the timeout passed): with one worker, it may
+/// still be finishing the previous response when the next request comes.
+fn retry(send: &dyn Fn() -> Reply) -> Reply {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let reply = send();
+        if reply.status != 503 || Instant::now() > deadline {
+            return reply;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// The next event, data or not (skipping comments and `retry` frames).
@@ -550,18 +588,6 @@ fn a_full_pool_answers_503_with_retry_after() {
     // A client that leaves an idle stream is noticed when the next heartbeat fails.
     let config = Config::new().with_heartbeat(Some(Duration::from_millis(20)));
     let f = Fixture::start(config, ServeOptions::new().with_workers(1));
-    // The one worker may still be finishing the previous response when the next request
-    // comes: setup requests are retried on 503.
-    let retry = |send: &dyn Fn() -> Reply| -> Reply {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let reply = send();
-            if reply.status != 503 || Instant::now() > deadline {
-                return reply;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    };
     let reply = retry(&|| f.post(None, INITIALIZE));
     let session = reply.header("mcp-session-id").unwrap().to_owned();
     let _ = reply.messages();
@@ -645,4 +671,50 @@ fn http_get_9_a_second_get_stream_gets_409_until_the_first_client_is_gone() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+#[test]
+fn a_client_that_stops_reading_frees_its_worker_after_the_write_timeout() {
+    // Unsent bytes are not bounded here, so only the write timeout can end the stall.
+    let config = Config::new().with_max_unsent(64 << 20);
+    let options = ServeOptions::new()
+        .with_workers(1)
+        .with_write_timeout(Some(Duration::from_secs(1)));
+    let f = Fixture::start(config, options);
+    let reply = retry(&|| f.post(None, INITIALIZE));
+    let session = reply.header("mcp-session-id").unwrap().to_owned();
+    let _ = reply.messages();
+    assert_eq!(retry(&|| f.post(Some(&session), INITIALIZED)).status, 202);
+    let id = f.last_session();
+    let headers = [
+        ("Accept", "text/event-stream"),
+        ("MCP-Protocol-Version", VERSION),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
+    let stalled = retry(&|| request_small_window(f.addr, "GET", &headers));
+    assert_eq!(stalled.status, 200);
+    // 8 MiB for a client that reads nothing more: the socket's buffers fill and the
+    // worker blocks in `write`.
+    let big = format!(r#"{{"level":"info","data":"{}"}}"#, "x".repeat(32 << 10));
+    let raw = RawJson::new(&big).unwrap();
+    for _ in 0..256 {
+        let _ = f.handle().with_server(|s, now| {
+            s.notify(
+                now,
+                Target::Session(id),
+                "notifications/message",
+                Some(&raw),
+            )
+        });
+    }
+    let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    assert_eq!(
+        f.post(Some(&session), body).status,
+        503,
+        "the worker is stuck"
+    );
+    // The write times out, the worker abandons the connection and serves again.
+    let reply = retry(&|| f.post(Some(&session), body));
+    assert_eq!(reply.status, 200);
+    drop(stalled);
 }
