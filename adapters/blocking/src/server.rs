@@ -97,7 +97,9 @@
 //!   for it meanwhile. The abandoned connection itself stays open until the client
 //!   closes it (tiny_http gives no way to close it).
 //! - The unread rest of a refused request's body (a 413, a 503) is read and dropped by
-//!   tiny_http when the request is dropped, on the thread that answered it.
+//!   tiny_http when the request is dropped, on the thread that answered it; one
+//!   declared longer than [`DROP_SAFE_BYTES`] is leaked unanswered instead, since
+//!   tiny_http would allocate all of it at once (and abort the process on failing to).
 //! - A streamed response is always HTTP/1.1 chunked, even to an HTTP/1.0 client.
 //! - Idle keep-alive connections keep their tiny_http thread until the client closes.
 
@@ -624,6 +626,12 @@ fn accept(http: &tiny_http::Server, shared: &Shared, retry_after: u64) {
             shared.work.notify_one();
         } else {
             drop(pool);
+            let unread = request.body_length();
+            if !drop_is_safe(unread) {
+                // Answering drops it: see `DROP_SAFE_BYTES`.
+                drop_request(request, unread);
+                continue;
+            }
             let busy = tiny_http::Response::empty(503).with_header(
                 tiny_http::Header::from_bytes(&b"Retry-After"[..], retry_after.to_string())
                     .expect("ASCII digits"),
@@ -668,20 +676,25 @@ fn exchange(shared: &Arc<Shared>, me: usize, mut request: tiny_http::Request, bu
         return;
     };
     let x = shared.with(|server, now| server.handle_head(now, parts));
+    let declared = request.body_length();
     // The body, read as it comes, until it ends or the core answers first (a refusal:
     // the rest is not wanted).
     let mut first = None;
+    let mut read = 0;
     loop {
         let n = match request.as_reader().read(buf) {
-            Ok(n) => n,
+            // Fewer bytes than `Content-Length` said: the client cut the request short.
+            Ok(0) if declared.is_some_and(|len| read < len) => None,
+            Ok(n) => Some(n),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => {
-                // The request broke off: the core forgets it; the connection is gone.
-                shared.disconnect(x);
-                let _ = request.respond(tiny_http::Response::empty(400));
-                return;
-            }
+            Err(_) => None,
         };
+        let Some(n) = n else {
+            // The request broke off: the core forgets it; the connection is gone.
+            shared.disconnect(x);
+            return drop_request(request, declared.map(|len| len - read));
+        };
+        read += n;
         let chunk = (n > 0).then(|| Bytes::copy_from_slice(&buf[..n]));
         let answered = shared.with(|server, now| {
             match chunk {
@@ -701,6 +714,11 @@ fn exchange(shared: &Arc<Shared>, me: usize, mut request: tiny_http::Request, bu
         if n == 0 {
             break;
         }
+    }
+    if first.is_some() && !drop_is_safe(declared.map(|len| len - read)) {
+        // A refusal (413) of a body declared too long to be dropped: see `drop_request`.
+        shared.disconnect(x);
+        return drop_request(request, declared.map(|len| len - read));
     }
     let mut batch = match first {
         Some(head) => {
@@ -724,6 +742,31 @@ fn exchange(shared: &Arc<Shared>, me: usize, mut request: tiny_http::Request, bu
         respond_whole(shared, me, x, request, &head, batch);
     } else {
         stream(shared, me, x, request, &head, batch);
+    }
+}
+
+/// The most unread body bytes a request may have when it is dropped (or answered).
+///
+/// tiny_http 0.12 reads the unread rest of a body with a declared length when the
+/// request is dropped, into one buffer of that whole length, allocated at once: for an
+/// absurd `Content-Length` the allocation fails and the process aborts. A request with
+/// more unread than this is never dropped: it is leaked, unanswered (its connection and
+/// its tiny_http thread stay until the process ends). Below it, the allocation is
+/// virtual memory the read barely touches.
+pub const DROP_SAFE_BYTES: usize = 64 << 20;
+
+fn drop_is_safe(unread: Option<usize>) -> bool {
+    unread.is_none_or(|unread| unread <= DROP_SAFE_BYTES)
+}
+
+/// Lets go of a request that will not be answered by the core: dropped (tiny_http
+/// answers it 500 if it still can), or leaked when dropping it could abort the process
+/// (see [`DROP_SAFE_BYTES`]).
+fn drop_request(request: tiny_http::Request, unread: Option<usize>) {
+    if drop_is_safe(unread) {
+        drop(request);
+    } else {
+        std::mem::forget(request);
     }
 }
 

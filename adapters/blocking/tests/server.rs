@@ -718,3 +718,38 @@ fn a_client_that_stops_reading_frees_its_worker_after_the_write_timeout() {
     assert_eq!(reply.status, 200);
     drop(stalled);
 }
+
+#[test]
+fn http_post_413_for_an_absurd_content_length_does_not_abort_the_server() {
+    let f = Fixture::start(Config::new(), ServeOptions::new());
+    // tiny_http would allocate the declared rest of the body at once when the refused
+    // request is dropped (and abort on failing to); the adapter must not drop it.
+    let mut stream = TcpStream::connect(f.addr).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nContent-Length: 999999999999999\r\n\r\n{{",
+        f.addr
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    // Still serving.
+    let reply = f.post(None, INITIALIZE);
+    assert_eq!(reply.status, 200);
+    // A body the client cut short is no request: the core forgets it.
+    let mut cut = TcpStream::connect(f.addr).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{}",
+        f.addr,
+        &INITIALIZE[..INITIALIZE.len() - 1]
+    );
+    cut.write_all(head.as_bytes()).unwrap();
+    drop(cut);
+    let deadline = Instant::now() + TIMEOUT;
+    while f.handle().with_server(|s, _| s.exchange_count()) > 0 {
+        assert!(Instant::now() < deadline, "the cut request is still open");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(f.handle().with_server(|s, _| s.session_count()), 1);
+    drop(stream);
+}
