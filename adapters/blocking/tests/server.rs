@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpwire::jsonrpc::RawJson;
-use mcpwire::server::{Config, Event, ResponseMode, SessionId, Target};
+use mcpwire::server::{Config, Event, LegacyPaths, ResponseMode, SessionId, Target};
 use mcpwire::sse::Item;
 use mcpwire_blocking::SseReader;
 use mcpwire_blocking::app::{Call, CallError, Handler, Tools, text_result};
@@ -270,13 +270,19 @@ impl Reply {
 /// Writes one raw HTTP/1.1 request and reads the response head; the body is read from
 /// what `Reply::body` returns (de-chunked, or limited to its length).
 fn request(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &str) -> Reply {
-    request_on(
-        TcpStream::connect(addr).unwrap(),
-        addr,
-        method,
-        headers,
-        body,
-    )
+    request_to(addr, method, "/mcp", headers, body)
+}
+
+/// As [`request`], to another path.
+fn request_to(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    let stream = TcpStream::connect(addr).unwrap();
+    request_on(stream, addr, method, path, headers, body)
 }
 
 /// As [`request`], on a connection with a small receive buffer: a client that does not
@@ -286,18 +292,19 @@ fn request_small_window(addr: SocketAddr, method: &str, headers: &[(&str, &str)]
     let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     socket.connect(&addr.into()).unwrap();
-    request_on(socket.into(), addr, method, headers, "")
+    request_on(socket.into(), addr, method, "/mcp", headers, "")
 }
 
 fn request_on(
     mut stream: TcpStream,
     addr: SocketAddr,
     method: &str,
+    path: &str,
     headers: &[(&str, &str)],
     body: &str,
 ) -> Reply {
     stream.set_read_timeout(Some(TIMEOUT)).unwrap();
-    let mut head = format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\n");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -752,4 +759,39 @@ fn http_post_413_for_an_absurd_content_length_does_not_abort_the_server() {
     }
     assert_eq!(f.handle().with_server(|s, _| s.session_count()), 1);
     drop(stream);
+}
+
+#[test]
+fn legacy_2_endpoint_event_then_legacy_4_answers_on_the_stream() {
+    let config = Config::new().with_legacy(Some(LegacyPaths::default()));
+    let f = Fixture::start(config, ServeOptions::new());
+    let stream = request_to(
+        f.addr,
+        "GET",
+        "/sse",
+        &[("Accept", "text/event-stream")],
+        "",
+    );
+    assert_eq!(stream.status, 200);
+    let mut events = stream.sse();
+    let endpoint = next_event(&mut events);
+    assert_eq!(endpoint.event_type(), "endpoint");
+    let post_path = endpoint.data().to_owned();
+    assert!(post_path.starts_with("/messages?sessionId="), "{post_path}");
+    let post = |body: &str| {
+        let headers = [("Content-Type", "application/json")];
+        request_to(f.addr, "POST", &post_path, &headers, body)
+    };
+    let init = INITIALIZE.replace("2025-11-25", "2024-11-05");
+    assert_eq!(post(&init).status, 202);
+    let (answer, _) = next_message(&mut events);
+    assert_eq!(answer["id"], 1);
+    assert_eq!(answer["result"]["protocolVersion"], "2024-11-05");
+    assert_eq!(post(INITIALIZED).status, 202);
+    assert_eq!(
+        post(&tools_call(2, "echo", json!({"text": "legacy"}), None)).status,
+        202
+    );
+    let (answer, _) = next_message(&mut events);
+    assert_eq!(answer["result"]["content"][0]["text"], "legacy");
 }
