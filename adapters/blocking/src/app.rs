@@ -10,9 +10,11 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use mcpwire::jsonrpc::{ErrorCode, RawJson};
+use mcpwire::jsonrpc::{ErrorCode, Message, RawJson, RequestId};
 use mcpwire::server::{Event, IncomingRequest, RequestHandle, SendError, SessionId, Target};
 use serde_json::{Value, json};
 
@@ -53,8 +55,15 @@ impl CallError {
     }
 }
 
+/// Server→client requests awaiting the client's response, by session and id.
+type Pending = Mutex<HashMap<(SessionId, RequestId), mpsc::Sender<Result<Value, CallError>>>>;
+
+/// How often a [`Call::request`] waiting for its response looks at the cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
 /// One client request, for its handler.
 pub struct Call {
+    pending: Arc<Pending>,
     driver: Driver,
     handle: RequestHandle,
     session: Option<SessionId>,
@@ -122,6 +131,63 @@ impl Call {
             params["total"] = json!(total);
         }
         self.notify("notifications/progress", params)
+    }
+
+    /// Sends a request to the client on this request's stream (`sampling/createMessage`,
+    /// `elicitation/create`, …) and waits for its response: the `result`, or the client's
+    /// error. Gives up when `timeout` passes (the core then drops a late response), when
+    /// this request is cancelled, or when its session ends.
+    ///
+    /// # Errors
+    /// The client's error response; -32603 when the request cannot be sent, or no
+    /// response came in time or before the cancellation.
+    pub fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, CallError> {
+        let session = self
+            .session
+            .ok_or_else(|| CallError::internal("server requests need a session"))?;
+        let text = params.to_string();
+        let raw = RawJson::new(&text).map_err(|_| CallError::internal("params are not JSON"))?;
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let (tx, rx) = mpsc::channel();
+        let handle = self.handle;
+        {
+            // Held while sending, so the response cannot be dispatched before its entry
+            // exists; the events the send causes are dispatched once it is released (the
+            // sink takes it too).
+            let mut pending = lock(&self.pending);
+            let sent = self.driver.with_server_deferred(|server, now| {
+                server.request(now, Target::Request(handle), method, Some(&raw), deadline)
+            });
+            match sent {
+                Ok(id) => {
+                    pending.insert((session, id), tx);
+                }
+                Err(e) => {
+                    drop(pending);
+                    self.driver.deliver();
+                    return Err(CallError::internal(format!("cannot send {method}: {e}")));
+                }
+            }
+        }
+        self.driver.deliver();
+        loop {
+            match rx.recv_timeout(CANCEL_POLL) {
+                Ok(answer) => return answer,
+                Err(RecvTimeoutError::Disconnected) => {
+                    // The entry went: the core timed the request out, or the session ended.
+                    return Err(CallError::internal(format!("{method}: no response")));
+                }
+                Err(RecvTimeoutError::Timeout) if self.is_cancelled() => {
+                    return Err(CallError::internal(format!("{method}: cancelled")));
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
     }
 
     /// Whether the client cancelled the request (or its session ended): a long handler
@@ -291,6 +357,8 @@ struct App {
     handler: Arc<dyn Handler>,
     /// The requests whose handler has not answered.
     open: Mutex<Open>,
+    /// The server→client requests of the handlers.
+    pending: Arc<Pending>,
     jobs: Mutex<Jobs>,
     ready: Condvar,
     capacity: usize,
@@ -302,12 +370,27 @@ impl App {
         self.handler.observe(&event);
         match event {
             Event::Request(request) => self.start(driver, request),
+            Event::Response { session, message } => {
+                let Some(id) = message.id().cloned() else {
+                    return;
+                };
+                let waiter = lock(&self.pending).remove(&(session, id));
+                if let Some(tx) = waiter {
+                    let _ = tx.send(client_answer(&message.message()));
+                }
+            }
+            Event::RequestTimedOut { session, id } => {
+                // Its waiter sees the channel close.
+                lock(&self.pending).remove(&(session, id));
+            }
             Event::Cancelled { request, .. } => {
                 if let Some((_, flag)) = lock(&self.open).get(&request) {
                     flag.store(true, Ordering::Release);
                 }
             }
             Event::SessionClosed { session, .. } => {
+                // Its server requests will never be answered: their waiters end.
+                lock(&self.pending).retain(|(s, _), _| *s != session);
                 for (s, flag) in lock(&self.open).values() {
                     if *s == Some(session) {
                         flag.store(true, Ordering::Release);
@@ -336,6 +419,7 @@ impl App {
         }
         let cancelled = Arc::new(AtomicBool::new(false));
         let call = Call {
+            pending: Arc::clone(&self.pending),
             driver: driver.clone(),
             handle,
             session: request.session(),
@@ -413,6 +497,7 @@ pub fn mount(handler: Arc<dyn Handler>, options: &ServeOptions) -> std::io::Resu
     let app = Arc::new(App {
         handler,
         open: Mutex::new(HashMap::new()),
+        pending: Arc::default(),
         jobs: Mutex::new(Jobs {
             queue: VecDeque::new(),
             closed: false,
@@ -430,6 +515,20 @@ pub fn mount(handler: Arc<dyn Handler>, options: &ServeOptions) -> std::io::Resu
     Ok(Box::new(move |driver: &Driver, event: Event| {
         closer.0.dispatch(driver, event);
     }))
+}
+
+/// A client's response to a server request, as [`Call::request`] returns it.
+fn client_answer(message: &Message<'_>) -> Result<Value, CallError> {
+    match message {
+        Message::Response(r) => {
+            serde_json::from_str(r.result.as_str()).map_err(|e| CallError::internal(e.to_string()))
+        }
+        Message::Error(e) => Err(CallError {
+            code: e.error.code,
+            message: e.error.message.to_string(),
+        }),
+        _ => Err(CallError::internal("not a response")),
+    }
 }
 
 fn answer(driver: &Driver, handle: RequestHandle, result: Result<Value, CallError>) {

@@ -306,7 +306,15 @@ impl Shared {
 
     /// Wakes the workers with something to send, queues the events, unlocks, moves the
     /// timer if needed, and dispatches.
-    fn release(self: &Arc<Self>, mut core: MutexGuard<'_, Core>) {
+    fn release(self: &Arc<Self>, core: MutexGuard<'_, Core>) {
+        if self.release_deferred(core) {
+            self.deliver();
+        }
+    }
+
+    /// As [`release`](Self::release), but the events stay queued for the next dispatch.
+    /// Returns whether any were queued.
+    fn release_deferred(&self, mut core: MutexGuard<'_, Core>) -> bool {
         core.pump(&self.wake);
         let mut queued = false;
         {
@@ -321,9 +329,7 @@ impl Shared {
         if wake_timer {
             self.timer.notify_one();
         }
-        if queued {
-            self.deliver();
-        }
+        queued
     }
 
     /// Runs the sink over the queued events, unless a dispatch is running (it will see
@@ -418,6 +424,22 @@ impl Driver {
     /// dispatch, if this is called from the sink).
     pub fn with_server<R>(&self, f: impl FnOnce(&mut Server, Instant) -> R) -> R {
         self.shared.with(f)
+    }
+
+    /// As [`with_server`](Self::with_server), but the events it causes wait for the next
+    /// [`deliver`](Self::deliver) (or the next input): for a caller holding a lock that
+    /// the sink takes.
+    pub(crate) fn with_server_deferred<R>(&self, f: impl FnOnce(&mut Server, Instant) -> R) -> R {
+        let now = Instant::now();
+        let mut core = self.shared.core();
+        let r = f(&mut core.server, now);
+        self.shared.release_deferred(core);
+        r
+    }
+
+    /// Dispatches the events queued so far.
+    pub(crate) fn deliver(&self) {
+        self.shared.deliver();
     }
 }
 

@@ -58,6 +58,11 @@ struct Echo {
 }
 
 #[derive(serde::Deserialize)]
+struct Ask {
+    timeout_ms: u64,
+}
+
+#[derive(serde::Deserialize)]
 struct Slow {
     steps: u32,
 }
@@ -103,6 +108,20 @@ impl Fixture {
                             .map_err(|_| CallError::internal("no ack"))?;
                     }
                     Ok(text_result("done"))
+                },
+            )
+            .with_tool(
+                "ask",
+                "Asks the client for a name (elicitation) and returns it",
+                json!({"type": "object"}),
+                |call: &Call, a: Ask| {
+                    let params = json!({
+                        "message": "Your name?",
+                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+                    });
+                    let timeout = Duration::from_millis(a.timeout_ms);
+                    let answer = call.request("elicitation/create", params, Some(timeout))?;
+                    Ok(text_result(answer["content"]["name"].as_str().unwrap_or("?")))
                 },
             )
             .with_tool(
@@ -794,4 +813,34 @@ fn legacy_2_endpoint_event_then_legacy_4_answers_on_the_stream() {
     );
     let (answer, _) = next_message(&mut events);
     assert_eq!(answer["result"]["content"][0]["text"], "legacy");
+}
+
+#[test]
+fn http_post_9_a_handler_asks_the_client_on_the_request_stream_and_gets_its_answer() {
+    let f = Fixture::start(Config::new(), ServeOptions::new());
+    let session = f.initialize();
+    let call = tools_call(2, "ask", json!({"timeout_ms": 5000}), None);
+    let reply = f.post(Some(&session), &call);
+    assert_eq!(reply.status, 200);
+    // ResponseMode::Auto: the related request opens an SSE stream.
+    let mut events = reply.sse();
+    let (ask, _) = next_message(&mut events);
+    assert_eq!(ask["method"], "elicitation/create");
+    let answer = json!({
+        "jsonrpc": "2.0",
+        "id": ask["id"],
+        "result": {"action": "accept", "content": {"name": "Ada"}},
+    });
+    assert_eq!(f.post(Some(&session), &answer.to_string()).status, 202);
+    let (result, _) = next_message(&mut events);
+    assert_eq!(result["id"], 2);
+    assert_eq!(result["result"]["content"][0]["text"], "Ada");
+    // Unanswered, the request times out in the core and the handler gets an error.
+    let call = tools_call(3, "ask", json!({"timeout_ms": 50}), None);
+    let mut events = f.post(Some(&session), &call).sse();
+    let (ask, _) = next_message(&mut events);
+    assert_eq!(ask["method"], "elicitation/create");
+    let (result, _) = next_message(&mut events);
+    assert_eq!(result["id"], 3);
+    assert_eq!(result["error"]["code"], -32603, "{result}");
 }
