@@ -1,7 +1,7 @@
 //! A small application layer on the blocking [`server`](crate::server): a function per
 //! request, run on a pool of handler threads, with a [`Call`] that sends progress and
-//! notifications on that request's stream and sees cancellation, and [`Tools`], a typed
-//! tool table. The blocking twin of `mcpwire_tokio::app`; not a full SDK: `initialize`,
+//! notifications on that request's stream, asks the client ([`Call::request`]) and sees
+//! cancellation, and [`Tools`], a typed tool table. The blocking twin of `mcpwire_tokio::app`; not a full SDK: `initialize`,
 //! `ping`, `tools/list` and `tools/call`, and whatever else a [`Handler`] answers.
 //!
 //! Handlers run on threads of their own ([`ServeOptions::with_handlers`]), not on the

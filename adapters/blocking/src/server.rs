@@ -453,6 +453,8 @@ pub struct Handle {
     timer: Option<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
     grace: Duration,
+    /// `stop` ran (a handle whose start failed midway stops what it had started).
+    stopped: bool,
 }
 
 impl std::fmt::Debug for Handle {
@@ -490,9 +492,10 @@ impl Handle {
     }
 
     fn stop(&mut self, grace: Duration) -> bool {
-        let Some(acceptor) = self.acceptor.take() else {
+        if self.stopped {
             return true;
-        };
+        }
+        self.stopped = true;
         let shared = &self.driver.shared;
         shared.with(|server, now| server.shutdown(now));
         let deadline = Instant::now() + grace;
@@ -516,7 +519,9 @@ impl Handle {
         }
         shared.timer.notify_all();
         self.http.unblock();
-        let _ = acceptor.join();
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
         if let Some(timer) = self.timer.take() {
             let _ = timer.join();
         }
@@ -607,6 +612,7 @@ pub fn start(
         timer: None,
         workers: Vec::with_capacity(options.workers),
         grace: options.grace,
+        stopped: false,
     };
     for me in 0..options.workers {
         let shared = Arc::clone(&shared);
