@@ -323,6 +323,9 @@ fn request_on(
     body: &str,
 ) -> Reply {
     stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    // The head and the body go in two writes: without this the body waits for the
+    // server's delayed ACK of the head.
+    stream.set_nodelay(true).unwrap();
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
@@ -843,4 +846,48 @@ fn http_post_9_a_handler_asks_the_client_on_the_request_stream_and_gets_its_answ
     let (result, _) = next_message(&mut events);
     assert_eq!(result["id"], 3);
     assert_eq!(result["error"]["code"], -32603, "{result}");
+}
+
+#[test]
+fn http_post_2_requests_and_streams_share_one_keep_alive_connection() {
+    let config = Config::new().with_response_mode(ResponseMode::Sse);
+    let f = Fixture::start(config, ServeOptions::new());
+    let conn = TcpStream::connect(f.addr).unwrap();
+    let post = |session: Option<&str>, body: &str| {
+        let mut headers = vec![
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Type", "application/json"),
+            ("MCP-Protocol-Version", VERSION),
+        ];
+        if let Some(s) = session {
+            headers.push(("Mcp-Session-Id", s));
+        }
+        request_on(
+            conn.try_clone().unwrap(),
+            f.addr,
+            "POST",
+            "/mcp",
+            &headers,
+            body,
+        )
+    };
+    let reply = post(None, INITIALIZE);
+    let session = reply.header("mcp-session-id").unwrap().to_owned();
+    assert_eq!(reply.messages()[0]["result"]["protocolVersion"], VERSION);
+    let reply = post(Some(&session), INITIALIZED);
+    assert_eq!(reply.status, 202);
+    assert_eq!(reply.text(), "");
+    // Streamed responses (chunked, through the raw writer) end cleanly, one after
+    // another, on the same connection.
+    for id in 2..5 {
+        let call = tools_call(id, "echo", json!({"text": format!("t{id}")}), None);
+        let reply = post(Some(&session), &call);
+        assert!(reply.is_sse());
+        let messages = reply.messages();
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert_eq!(
+            messages[0]["result"]["content"][0]["text"],
+            format!("t{id}")
+        );
+    }
 }
