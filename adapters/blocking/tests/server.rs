@@ -388,6 +388,11 @@ fn tools_call(id: u32, name: &str, arguments: Value, token: Option<&str>) -> Str
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
 }
 
+/// Options light enough for many servers at once on a small machine.
+fn options() -> ServeOptions {
+    ServeOptions::new().with_workers(8).with_handlers(2, 64)
+}
+
 /// Sends until the answer is not 503 (or the timeout passed): with one worker, it may
 /// still be finishing the previous response when the next request comes.
 fn retry(send: &dyn Fn() -> Reply) -> Reply {
@@ -425,7 +430,7 @@ fn next_message(reader: &mut SseReader<Box<dyn Read + Send>>) -> (Value, String)
 
 #[test]
 fn session_1_initialize_answers_with_mcp_session_id() {
-    let f = Fixture::start(Config::new(), ServeOptions::new());
+    let f = Fixture::start(Config::new(), options());
     let reply = f.post(None, INITIALIZE);
     assert_eq!(reply.status, 200);
     let session = reply.header("mcp-session-id").unwrap().to_owned();
@@ -440,7 +445,7 @@ fn session_1_initialize_answers_with_mcp_session_id() {
 
 #[test]
 fn http_post_5_initialized_notification_gets_202() {
-    let f = Fixture::start(Config::new(), ServeOptions::new());
+    let f = Fixture::start(Config::new(), options());
     let reply = f.post(None, INITIALIZE);
     let session = reply.header("mcp-session-id").unwrap().to_owned();
     let reply = f.post(Some(&session), INITIALIZED);
@@ -451,7 +456,7 @@ fn http_post_5_initialized_notification_gets_202() {
 #[test]
 fn http_post_7_tools_call_in_json_mode() {
     let config = Config::new().with_response_mode(ResponseMode::Json);
-    let f = Fixture::start(config, ServeOptions::new());
+    let f = Fixture::start(config, options());
     let session = f.initialize();
     let reply = f.post(
         Some(&session),
@@ -471,7 +476,7 @@ fn http_post_7_tools_call_in_json_mode() {
 #[test]
 fn http_post_9_tools_call_in_sse_mode_streams_progress_before_the_result() {
     let config = Config::new().with_response_mode(ResponseMode::Sse);
-    let f = Fixture::start(config, ServeOptions::new());
+    let f = Fixture::start(config, options());
     let session = f.initialize();
     let reply = f.post(
         Some(&session),
@@ -501,7 +506,7 @@ fn http_post_9_tools_call_in_sse_mode_streams_progress_before_the_result() {
 
 #[test]
 fn session_7_unknown_session_gets_404() {
-    let f = Fixture::start(Config::new(), ServeOptions::new());
+    let f = Fixture::start(Config::new(), options());
     let _ = f.initialize();
     let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     let reply = f.post(Some("0123456789abcdef0123456789abcdef"), body);
@@ -511,7 +516,7 @@ fn session_7_unknown_session_gets_404() {
 
 #[test]
 fn jsonrpc_1_bad_json_gets_400_with_parse_error() {
-    let f = Fixture::start(Config::new(), ServeOptions::new());
+    let f = Fixture::start(Config::new(), options());
     let session = f.initialize();
     let reply = f.post(Some(&session), r#"{"jsonrpc":"2.0","id":2,"method""#);
     assert_eq!(reply.status, 400);
@@ -521,7 +526,7 @@ fn jsonrpc_1_bad_json_gets_400_with_parse_error() {
 #[test]
 fn http_get_4_get_stream_carries_a_server_notification_and_sse_enc_7_heartbeats() {
     let config = Config::new().with_heartbeat(Some(Duration::from_millis(50)));
-    let f = Fixture::start(config, ServeOptions::new());
+    let f = Fixture::start(config, options());
     let session = f.initialize();
     let id = f.last_session();
     let reply = f.get(&session, None);
@@ -551,7 +556,7 @@ fn http_get_4_get_stream_carries_a_server_notification_and_sse_enc_7_heartbeats(
 #[test]
 fn resume_9_polling_close_then_last_event_id_delivers_exactly_the_missed_messages() {
     let config = Config::new().with_polling(Some(Duration::ZERO));
-    let f = Fixture::start(config, ServeOptions::new());
+    let f = Fixture::start(config, options());
     let session = f.initialize();
     let id = f.last_session();
     // The GET stream is primed and then closed at once (RESUME-8, RESUME-9).
@@ -596,7 +601,7 @@ fn resume_9_polling_close_then_last_event_id_delivers_exactly_the_missed_message
 
 #[test]
 fn http_delete_1_delete_ends_the_session_and_later_requests_get_404() {
-    let f = Fixture::start(Config::new(), ServeOptions::new());
+    let f = Fixture::start(Config::new(), options());
     let session = f.initialize();
     let reply = request(
         f.addr,
@@ -616,7 +621,7 @@ fn http_delete_1_delete_ends_the_session_and_later_requests_get_404() {
 fn a_full_pool_answers_503_with_retry_after() {
     // A client that leaves an idle stream is noticed when the next heartbeat fails.
     let config = Config::new().with_heartbeat(Some(Duration::from_millis(20)));
-    let f = Fixture::start(config, ServeOptions::new().with_workers(1));
+    let f = Fixture::start(config, options().with_workers(1));
     let reply = retry(&|| f.post(None, INITIALIZE));
     let session = reply.header("mcp-session-id").unwrap().to_owned();
     let _ = reply.messages();
@@ -637,7 +642,7 @@ fn a_full_pool_answers_503_with_retry_after() {
 
 #[test]
 fn graceful_shutdown_ends_an_open_get_stream() {
-    let mut f = Fixture::start(Config::new(), ServeOptions::new());
+    let mut f = Fixture::start(Config::new(), options());
     let session = f.initialize();
     let mut events = f.get(&session, None).sse();
     let priming = next_event(&mut events);
@@ -658,7 +663,7 @@ fn graceful_shutdown_ends_an_open_get_stream() {
 #[test]
 fn http_post_12_notifications_cancelled_reaches_the_running_handler() {
     let config = Config::new().with_response_mode(ResponseMode::Sse);
-    let f = Fixture::start(config, ServeOptions::new());
+    let f = Fixture::start(config, options());
     let session = f.initialize();
     let call = f.post(
         Some(&session),
@@ -681,7 +686,7 @@ fn http_post_12_notifications_cancelled_reaches_the_running_handler() {
 fn http_get_9_a_second_get_stream_gets_409_until_the_first_client_is_gone() {
     // The first client's departure is noticed when a heartbeat to it fails.
     let config = Config::new().with_heartbeat(Some(Duration::from_millis(20)));
-    let f = Fixture::start(config, ServeOptions::new());
+    let f = Fixture::start(config, options());
     let session = f.initialize();
     let first = f.get(&session, None);
     assert_eq!(first.status, 200);
@@ -706,7 +711,7 @@ fn http_get_9_a_second_get_stream_gets_409_until_the_first_client_is_gone() {
 fn a_client_that_stops_reading_frees_its_worker_after_the_write_timeout() {
     // Unsent bytes are not bounded here, so only the write timeout can end the stall.
     let config = Config::new().with_max_unsent(64 << 20);
-    let options = ServeOptions::new()
+    let options = options()
         .with_workers(1)
         .with_write_timeout(Some(Duration::from_secs(1)));
     let f = Fixture::start(config, options);
@@ -750,7 +755,7 @@ fn a_client_that_stops_reading_frees_its_worker_after_the_write_timeout() {
 
 #[test]
 fn http_post_413_for_an_absurd_content_length_does_not_abort_the_server() {
-    let f = Fixture::start(Config::new(), ServeOptions::new());
+    let f = Fixture::start(Config::new(), options());
     // tiny_http would allocate the declared rest of the body at once when the refused
     // request is dropped (and abort on failing to); the adapter must not drop it.
     let mut stream = TcpStream::connect(f.addr).unwrap();
@@ -786,7 +791,7 @@ fn http_post_413_for_an_absurd_content_length_does_not_abort_the_server() {
 #[test]
 fn legacy_2_endpoint_event_then_legacy_4_answers_on_the_stream() {
     let config = Config::new().with_legacy(Some(LegacyPaths::default()));
-    let f = Fixture::start(config, ServeOptions::new());
+    let f = Fixture::start(config, options());
     let stream = request_to(
         f.addr,
         "GET",
@@ -820,7 +825,7 @@ fn legacy_2_endpoint_event_then_legacy_4_answers_on_the_stream() {
 
 #[test]
 fn http_post_9_a_handler_asks_the_client_on_the_request_stream_and_gets_its_answer() {
-    let f = Fixture::start(Config::new(), ServeOptions::new());
+    let f = Fixture::start(Config::new(), options());
     let session = f.initialize();
     let call = tools_call(2, "ask", json!({"timeout_ms": 5000}), None);
     let reply = f.post(Some(&session), &call);
@@ -851,7 +856,7 @@ fn http_post_9_a_handler_asks_the_client_on_the_request_stream_and_gets_its_answ
 #[test]
 fn http_post_2_requests_and_streams_share_one_keep_alive_connection() {
     let config = Config::new().with_response_mode(ResponseMode::Sse);
-    let f = Fixture::start(config, ServeOptions::new());
+    let f = Fixture::start(config, options());
     let conn = TcpStream::connect(f.addr).unwrap();
     let post = |session: Option<&str>, body: &str| {
         let mut headers = vec![
