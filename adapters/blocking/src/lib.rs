@@ -7,6 +7,9 @@
 //! - [`SseReader`]: a `text/event-stream` body read from any [`std::io::Read`] (a file,
 //!   stdin, a `TcpStream`, an HTTP client's body reader), as an iterator of
 //!   [`Item`]s.
+//! - [`SseWriter`]: SSE frames written to any [`std::io::Write`], flushed one by one.
+//! - [`server`]: an MCP server on `tiny_http`, a fixed pool of worker threads over one
+//!   core; [`app`]: a handler per request on threads of its own, and a typed tool table.
 //!
 //! # Example
 //!
@@ -22,6 +25,12 @@
 //! assert!(reader.next().is_none());
 //! assert_eq!(reader.last_event_id(), "1");
 //! ```
+
+pub mod app;
+pub mod server;
+mod writer;
+
+pub use writer::SseWriter;
 
 use std::error::Error;
 use std::fmt;
