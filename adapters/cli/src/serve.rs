@@ -1,4 +1,5 @@
-//! `mcpwire serve`: a reference MCP server on the core, through `mcpwire-tokio`.
+//! `mcpwire serve`: a reference MCP server on the core, through `mcpwire-tokio`, or
+//! through `mcpwire-blocking` with `--blocking`.
 //!
 //! Tools: `echo {text}` returns the text; `slow_count {n, delay_ms}` sends one
 //! `notifications/progress` per step (when the request carries a progress token) and
@@ -37,6 +38,8 @@ Options:
   --no-legacy          do not serve GET /sse and POST /messages
   --allow-origin O     accept this Origin (repeatable; default: loopback origins)
   --conformance        serve the MCP conformance suite's fixture instead of the tools below
+  --blocking           serve on a pool of blocking threads (mcpwire-blocking) instead
+                       of tokio; the same core and the same tools
   -h, --help           print this help
 
 Tools: echo {text}; slow_count {n, delay_ms} (progress per step).
@@ -49,6 +52,7 @@ struct Options {
     addr: SocketAddr,
     config: Config,
     conformance: bool,
+    blocking: bool,
 }
 
 fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
@@ -58,6 +62,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
         .with_response_mode(ResponseMode::Auto);
     let mut origins = Vec::new();
     let mut conformance = false;
+    let mut blocking = false;
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -106,8 +111,12 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
             }
             "--allow-origin" => origins.push(value("an origin")?),
             "--conformance" => conformance = true,
+            "--blocking" => blocking = true,
             _ => return Err(format!("unknown option '{arg}'")),
         }
+    }
+    if conformance && blocking {
+        return Err("--conformance is served by the tokio adapter only".into());
     }
     if !origins.is_empty() {
         config = config.with_origins(Allow::List(origins));
@@ -120,6 +129,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
         addr,
         config,
         conformance,
+        blocking,
     }))
 }
 
@@ -165,8 +175,44 @@ pub(crate) fn tools() -> Tools {
         )
 }
 
+/// The reference tools, for the blocking adapter: the same two, with blocking waits.
+fn blocking_tools() -> mcpwire_blocking::app::Tools {
+    use mcpwire_blocking::app::{CallError, Tools, text_result};
+    Tools::new()
+        .with_server_info("mcpwire", env!("CARGO_PKG_VERSION"))
+        .with_tool(
+            "echo",
+            "Returns its text.",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+            |_call, args: Echo| Ok(text_result(&args.text)),
+        )
+        .with_tool(
+            "slow_count",
+            "Counts to n, one progress notification per step, delay_ms apart.",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}, "delay_ms": {"type": "integer"}}, "required": ["n"]}),
+            |call, args: SlowCount| {
+                if args.n > 10_000 {
+                    return Err(CallError::invalid_params("n is at most 10000"));
+                }
+                for step in 1..=args.n {
+                    // Slept in slices, so a cancel is seen within 10 ms.
+                    let until = std::time::Instant::now() + Duration::from_millis(args.delay_ms);
+                    while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+                        if call.is_cancelled() {
+                            return Err(CallError::invalid_params("cancelled"));
+                        }
+                        std::thread::sleep(left.min(Duration::from_millis(10)));
+                    }
+                    let _ = call.progress(f64::from(step), Some(f64::from(args.n)));
+                }
+                Ok(text_result(&args.n.to_string()))
+            },
+        )
+}
+
 pub(crate) fn main(args: &[OsString]) -> ExitCode {
     match parse(args) {
+        Ok(Some(options)) if options.blocking => run_blocking(options),
         Ok(Some(options)) => block_on(PROG, run(options)),
         Ok(None) => print_help(USAGE),
         Err(message) => usage_error(PROG, &message, USAGE),
@@ -217,6 +263,92 @@ async fn run(options: Options) -> ExitCode {
     }
 }
 
+/// `mcpwire serve --blocking`: the core on `mcpwire-blocking`'s thread pool; Ctrl-C
+/// shuts it down as the tokio server does (tokio here only waits for the signal).
+fn run_blocking(options: Options) -> ExitCode {
+    use mcpwire_blocking::server::{ServeOptions, serve};
+    let listener = match std::net::TcpListener::bind(options.addr) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{PROG}: cannot listen on {}: {e}", options.addr);
+            return ExitCode::FAILURE;
+        }
+    };
+    let path = options.config.endpoint().to_owned();
+    let handler = Arc::new(LoggedBlocking(blocking_tools()));
+    let handle = match serve(
+        listener,
+        options.config,
+        Box::new(os_entropy),
+        handler,
+        ServeOptions::new(),
+    ) {
+        Ok(handle) => handle,
+        Err(e) => {
+            eprintln!("{PROG}: cannot start the server: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!("{PROG}: listening on http://{}{path}", handle.local_addr());
+    let waited = block_on(PROG, async {
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{PROG}: cannot wait for Ctrl-C: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    });
+    eprintln!("{PROG}: shutting down");
+    if !handle.shutdown(Duration::from_secs(5)) {
+        eprintln!("{PROG}: exchanges still open after 5 s were cut");
+    }
+    waited
+}
+
+/// One log line per session event.
+fn log(event: &Event) {
+    match event {
+        Event::Request(r) if r.method() == "initialize" => {
+            if let Some(s) = r.session() {
+                eprintln!(
+                    "{PROG}: session {s} opened ({}, {:?})",
+                    r.version(),
+                    r.era()
+                );
+            }
+        }
+        Event::SessionClosed { session, reason } => {
+            eprintln!("{PROG}: session {session} closed ({reason:?})");
+        }
+        _ => {}
+    }
+}
+
+/// The blocking tools, logged.
+struct LoggedBlocking(mcpwire_blocking::app::Tools);
+
+impl mcpwire_blocking::app::Handler for LoggedBlocking {
+    fn server_info(&self) -> serde_json::Value {
+        self.0.server_info()
+    }
+
+    fn capabilities(&self) -> serde_json::Value {
+        self.0.capabilities()
+    }
+
+    fn observe(&self, event: &Event) {
+        log(event);
+    }
+
+    fn call(
+        &self,
+        call: &mcpwire_blocking::app::Call,
+    ) -> Result<serde_json::Value, mcpwire_blocking::app::CallError> {
+        self.0.call(call)
+    }
+}
+
 /// The served handler, with one log line per session event.
 struct Logged(Arc<dyn app::Handler>);
 
@@ -230,21 +362,7 @@ impl app::Handler for Logged {
     }
 
     fn observe(&self, event: &Event) {
-        match event {
-            Event::Request(r) if r.method() == "initialize" => {
-                if let Some(s) = r.session() {
-                    eprintln!(
-                        "{PROG}: session {s} opened ({}, {:?})",
-                        r.version(),
-                        r.era()
-                    );
-                }
-            }
-            Event::SessionClosed { session, reason } => {
-                eprintln!("{PROG}: session {session} closed ({reason:?})");
-            }
-            _ => {}
-        }
+        log(event);
         self.0.observe(event);
     }
 

@@ -23,7 +23,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{BIN, start};
+use common::{ADAPTERS, BIN, start, start_on};
 use npm::{run_bounded, sdk};
 use serde_json::{Value, json};
 
@@ -242,14 +242,17 @@ fn text_result(text: &str) -> Value {
 /// with non-ASCII text, `slow_count` with every progress step through `onprogress` and a
 /// priming event id on its stream, the protocol version header on every request, DELETE
 /// (200) and 404 for the deleted session afterwards. The script asserts each of these.
+/// On both adapters.
 #[test]
 fn http_post_7_ts_streamable_client_against_serve() {
-    let server = start(&[]);
-    let got = ts_client(&format!("http://{}/mcp", server.addr), "streamable");
-    assert_eq!(got["protocolVersion"], "2025-11-25", "{got}");
-    assert_eq!(got["server"]["name"], "mcpwire", "{got}");
-    assert_eq!(got["progress"], 4, "{got}");
-    assert_eq!(got["resumes"], 0, "{got}");
+    for adapter in ADAPTERS {
+        let server = start_on(adapter, &[]);
+        let got = ts_client(&format!("http://{}/mcp", server.addr), "streamable");
+        assert_eq!(got["protocolVersion"], "2025-11-25", "{adapter:?} {got}");
+        assert_eq!(got["server"]["name"], "mcpwire", "{adapter:?} {got}");
+        assert_eq!(got["progress"], 4, "{adapter:?} {got}");
+        assert_eq!(got["resumes"], 0, "{adapter:?} {got}");
+    }
 }
 
 /// The SDK's Streamable HTTP client against `mcpwire serve --poll-ms 0 --retry-ms 50`:
@@ -258,13 +261,15 @@ fn http_post_7_ts_streamable_client_against_serve() {
 /// the replay, and still see every progress step and the result; then DELETE. The steps
 /// are 150 ms apart, so some resumes find nothing new: each still carries a fresh priming
 /// event, without which SDK 1.32 reconnects with no `Last-Event-ID` at all
-/// (typescript-sdk#2499) and the call times out.
+/// (typescript-sdk#2499) and the call times out. On both adapters.
 #[test]
 fn resume_9_ts_streamable_client_resumes_through_serve_polling_closes() {
-    let server = start(&["--poll-ms", "0", "--retry-ms", "50"]);
-    let got = ts_client(&format!("http://{}/mcp", server.addr), "polling");
-    assert!(got["resumes"].as_u64() >= Some(1), "{got}");
-    assert_eq!(got["progress"], 4, "{got}");
+    for adapter in ADAPTERS {
+        let server = start_on(adapter, &["--poll-ms", "0", "--retry-ms", "50"]);
+        let got = ts_client(&format!("http://{}/mcp", server.addr), "polling");
+        assert!(got["resumes"].as_u64() >= Some(1), "{adapter:?} {got}");
+        assert_eq!(got["progress"], 4, "{adapter:?} {got}");
+    }
 }
 
 /// The SDK's legacy SSE client against `mcpwire serve`'s `GET /sse`: the `endpoint` event
@@ -272,12 +277,15 @@ fn resume_9_ts_streamable_client_resumes_through_serve_polling_closes() {
 /// answered 202, the responses and every progress notification on the SSE stream, in
 /// order. (The SDK's `Client` may drop the last step itself when it arrives in one chunk
 /// with the result, typescript-sdk#2580; the script checks that only that happens.)
+/// On both adapters.
 #[test]
 fn legacy_3_ts_sse_client_against_serve_legacy_endpoints() {
-    let server = start(&[]);
-    let got = ts_client(&format!("http://{}/sse", server.addr), "legacy");
-    assert_eq!(got["server"]["name"], "mcpwire", "{got}");
-    assert_eq!(got["wireProgress"], 4, "{got}");
+    for adapter in ADAPTERS {
+        let server = start_on(adapter, &[]);
+        let got = ts_client(&format!("http://{}/sse", server.addr), "legacy");
+        assert_eq!(got["server"]["name"], "mcpwire", "{adapter:?} {got}");
+        assert_eq!(got["wireProgress"], 4, "{adapter:?} {got}");
+    }
 }
 
 /// `mcpwire call` against the SDK's Streamable HTTP server transport: initialize at

@@ -1,6 +1,7 @@
 //! `mcpwire serve` as a user runs it: the binary on an ephemeral loopback port, spoken to
-//! over plain HTTP/1.0 (so each body ends with its connection and needs no chunk
-//! decoding). The process is killed at the end of each test, and every read is bounded.
+//! over plain HTTP/1.0 (so each body ends with its connection). The scenarios run on both
+//! adapters (tokio, and `--blocking`): the same core, so the same answers. The process is
+//! killed at the end of each test, and every read is bounded.
 
 mod common;
 
@@ -9,7 +10,7 @@ use std::net::TcpStream;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{BIN, Server, start};
+use common::{ADAPTERS, BIN, Server, start, start_on};
 
 /// One request; returns the head (lowercased names) and the body.
 fn request(server: &Server, method: &str, session: Option<&str>, body: &str) -> (String, String) {
@@ -34,6 +35,14 @@ fn request(server: &Server, method: &str, session: Option<&str>, body: &str) -> 
     (head.to_ascii_lowercase(), body.to_owned())
 }
 
+/// The status code of a response head.
+fn status(head: &str) -> u16 {
+    head.split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("a status line: {head}"))
+}
+
 fn session_of(head: &str) -> String {
     head.lines()
         .find_map(|l| l.strip_prefix("mcp-session-id: "))
@@ -46,9 +55,14 @@ const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"p
 
 #[test]
 fn serve_answers_initialize_tools_list_echo_and_slow_count_with_progress() {
-    let server = start(&[]);
-    let (head, body) = request(&server, "POST", None, INIT);
-    assert!(head.starts_with("http/1.0 200"), "{head}");
+    for adapter in ADAPTERS {
+        answers_initialize_tools_list_echo_and_slow_count(&start_on(adapter, &[]));
+    }
+}
+
+fn answers_initialize_tools_list_echo_and_slow_count(server: &Server) {
+    let (head, body) = request(server, "POST", None, INIT);
+    assert_eq!(status(&head), 200, "{head}");
     assert!(body.contains(r#""protocolVersion":"2025-11-25""#), "{body}");
     let sid = session_of(&head);
     let (_, body) = request(
@@ -78,14 +92,14 @@ fn serve_answers_initialize_tools_list_echo_and_slow_count_with_progress() {
     assert_eq!(body.matches("notifications/progress").count(), 3, "{body}");
     assert!(body.contains(r#""id":3,"result""#), "{body}");
     let (head, _) = request(&server, "DELETE", Some(&sid), "");
-    assert!(head.starts_with("http/1.0 200"), "{head}");
+    assert_eq!(status(&head), 200, "{head}");
     let (head, _) = request(
         &server,
         "POST",
         Some(&sid),
         r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
     );
-    assert!(head.starts_with("http/1.0 404"), "{head}");
+    assert_eq!(status(&head), 404, "{head}");
 }
 
 #[test]
@@ -107,7 +121,15 @@ fn serve_json_response_mode_answers_slow_count_as_json() {
 /// bounds the sessions, and one more `initialize` gets 503 (SESSION-1, a bounded table).
 #[test]
 fn serve_sse_response_streams_every_answer_and_max_sessions_bounds_sessions() {
-    let server = start(&["--sse-response", "--max-sessions", "1"]);
+    for adapter in ADAPTERS {
+        sse_response_and_max_sessions(&start_on(
+            adapter,
+            &["--sse-response", "--max-sessions", "1"],
+        ));
+    }
+}
+
+fn sse_response_and_max_sessions(server: &Server) {
     let (head, _) = request(&server, "POST", None, INIT);
     let sid = session_of(&head);
     let (head, body) = request(
@@ -119,7 +141,7 @@ fn serve_sse_response_streams_every_answer_and_max_sessions_bounds_sessions() {
     assert!(head.contains("content-type: text/event-stream"), "{head}");
     assert!(body.contains(r#""text":"hi""#), "{body}");
     let (head, _) = request(&server, "POST", None, INIT);
-    assert!(head.starts_with("http/1.0 503"), "{head}");
+    assert_eq!(status(&head), 503, "{head}");
 }
 
 #[test]
@@ -143,12 +165,17 @@ fn call(server: &Server, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn call_against_serve_prints_progress_and_the_result_also_through_polling_closes() {
-    for extra in [&[][..], &["--poll-ms", "0", "--retry-ms", "20"][..]] {
-        let server = start(extra);
+    for (adapter, extra) in ADAPTERS.into_iter().flat_map(|a| {
+        [
+            (a, &[][..]),
+            (a, &["--poll-ms", "0", "--retry-ms", "20"][..]),
+        ]
+    }) {
+        let server = start_on(adapter, extra);
         let out = call(&server, &["slow_count", r#"{"n":3,"delay_ms":30}"#]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{extra:?}: {stderr}");
+        assert!(out.status.success(), "{adapter:?} {extra:?}: {stderr}");
         assert!(stdout.contains(r#""text":"3""#), "{stdout}");
         assert_eq!(stderr.matches("progress {").count(), 3, "{stderr}");
     }
@@ -189,7 +216,13 @@ fn call_legacy_speaks_http_sse_from_the_start() {
 #[cfg(unix)]
 #[test]
 fn serve_shuts_down_gracefully_on_sigint() {
-    let mut server = start(&[]);
+    for adapter in ADAPTERS {
+        shuts_down_gracefully_on_sigint(start_on(adapter, &[]));
+    }
+}
+
+#[cfg(unix)]
+fn shuts_down_gracefully_on_sigint(mut server: Server) {
     let (head, _) = request(&server, "POST", None, INIT);
     let sid = session_of(&head);
     let mut get = TcpStream::connect(&server.addr).unwrap();
@@ -201,11 +234,7 @@ fn serve_shuts_down_gracefully_on_sigint() {
     get.write_all(req.as_bytes()).unwrap();
     let mut first = [0u8; 12];
     get.read_exact(&mut first).unwrap();
-    assert!(
-        first.starts_with(b"HTTP/1.0 200"),
-        "{:?}",
-        String::from_utf8_lossy(&first)
-    );
+    assert_eq!(status(&String::from_utf8_lossy(&first)), 200);
     let pid = server.child.id().to_string();
     let status = Command::new("kill").args(["-INT", &pid]).status().unwrap();
     assert!(status.success());

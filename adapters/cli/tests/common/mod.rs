@@ -26,6 +26,17 @@ impl Drop for Server {
     }
 }
 
+/// `mcpwire serve` on each adapter: tokio (the default) and `--blocking`; the shared
+/// scenarios run on both.
+#[allow(dead_code)] // Not every test file that shares this module runs both.
+pub(crate) const ADAPTERS: [&[&str]; 2] = [&[], &["--blocking"]];
+
+/// `mcpwire serve` on `adapter` (one of [`ADAPTERS`]), with `args`.
+#[allow(dead_code)]
+pub(crate) fn start_on(adapter: &[&str], args: &[&str]) -> Server {
+    start(&[adapter, args].concat())
+}
+
 /// Starts `mcpwire serve --addr 127.0.0.1:0` with `args` after it.
 pub(crate) fn start(args: &[&str]) -> Server {
     let mut child = Command::new(BIN)
