@@ -23,7 +23,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{ADAPTERS, BIN, start, start_on};
+use common::{ADAPTERS, BIN, start_on};
 use npm::{run_bounded, sdk};
 use serde_json::{Value, json};
 
