@@ -66,7 +66,7 @@ fn answers_initialize_tools_list_echo_and_slow_count(server: &Server) {
     assert!(body.contains(r#""protocolVersion":"2025-11-25""#), "{body}");
     let sid = session_of(&head);
     let (_, body) = request(
-        &server,
+        server,
         "POST",
         Some(&sid),
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
@@ -76,14 +76,14 @@ fn answers_initialize_tools_list_echo_and_slow_count(server: &Server) {
         "{body}"
     );
     let (_, body) = request(
-        &server,
+        server,
         "POST",
         Some(&sid),
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi there"}}}"#,
     );
     assert!(body.contains(r#""text":"hi there""#), "{body}");
     let (head, body) = request(
-        &server,
+        server,
         "POST",
         Some(&sid),
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":3,"delay_ms":5},"_meta":{"progressToken":"p"}}}"#,
@@ -91,10 +91,10 @@ fn answers_initialize_tools_list_echo_and_slow_count(server: &Server) {
     assert!(head.contains("content-type: text/event-stream"), "{head}");
     assert_eq!(body.matches("notifications/progress").count(), 3, "{body}");
     assert!(body.contains(r#""id":3,"result""#), "{body}");
-    let (head, _) = request(&server, "DELETE", Some(&sid), "");
+    let (head, _) = request(server, "DELETE", Some(&sid), "");
     assert_eq!(status(&head), 200, "{head}");
     let (head, _) = request(
-        &server,
+        server,
         "POST",
         Some(&sid),
         r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
@@ -130,17 +130,17 @@ fn serve_sse_response_streams_every_answer_and_max_sessions_bounds_sessions() {
 }
 
 fn sse_response_and_max_sessions(server: &Server) {
-    let (head, _) = request(&server, "POST", None, INIT);
+    let (head, _) = request(server, "POST", None, INIT);
     let sid = session_of(&head);
     let (head, body) = request(
-        &server,
+        server,
         "POST",
         Some(&sid),
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#,
     );
     assert!(head.contains("content-type: text/event-stream"), "{head}");
     assert!(body.contains(r#""text":"hi""#), "{body}");
-    let (head, _) = request(&server, "POST", None, INIT);
+    let (head, _) = request(server, "POST", None, INIT);
     assert_eq!(status(&head), 503, "{head}");
 }
 
