@@ -754,7 +754,7 @@ fn a_client_that_stops_reading_frees_its_worker_after_the_write_timeout() {
 }
 
 #[test]
-fn http_post_413_for_an_absurd_content_length_does_not_abort_the_server() {
+fn an_absurd_content_length_is_413_and_does_not_abort_the_server() {
     let f = Fixture::start(Config::new(), options());
     // tiny_http would allocate the declared rest of the body at once when the refused
     // request is dropped (and abort on failing to); the adapter must not drop it.
