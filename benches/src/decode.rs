@@ -35,6 +35,29 @@ pub fn mcpwire(chunks: &[Bytes]) -> Counts {
     counts
 }
 
+/// Decodes `input` with `mcpwire_blocking::SseReader` over the slice as a
+/// [`std::io::Read`], `read_size` bytes per `read` call: the blocking adapter's path,
+/// which copies each read into its buffer once and hands it to the same [`Decoder`].
+///
+/// # Panics
+///
+/// As [`mcpwire()`].
+pub fn sse_reader(input: &[u8], read_size: usize) -> Counts {
+    let reader = mcpwire_blocking::SseReader::new(input).with_read_size(read_size);
+    let mut counts = Counts::default();
+    for item in reader {
+        match item.expect("the corpora are within the default limits") {
+            Item::Event(event) => {
+                counts.events += 1;
+                counts.data_bytes += event.data().len();
+            }
+            Item::Comment(_) => counts.comments += 1,
+            Item::Retry(_) => counts.retries += 1,
+        }
+    }
+    counts
+}
+
 /// Like [`mcpwire()`], but drains with [`poll_item_ref`](Decoder::poll_item_ref): items are
 /// borrowed from the decoder, so no reference count is touched per event. This is the
 /// path of a consumer that parses each event's JSON in place.
