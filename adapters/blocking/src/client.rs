@@ -59,7 +59,8 @@
 //! stream, a resume, the legacy stream) gets an agent of its own, so that when the core
 //! aborts it ([`Transmit::Abort`]) the adapter can shut that agent's connection down and
 //! unblock its thread's read. An aborted POST is only marked: its thread stops at its
-//! next chunk, or when the server ends the response. Non-2xx statuses are handed to the
+//! next chunk, or when the server ends the response, or when the last clone of the
+//! client is dropped (which shuts the shared pool down). Non-2xx statuses are handed to the
 //! core like any other (`http_status_as_error(false)`), redirects are not followed, and
 //! no content coding is offered (gzip would buffer SSE).
 
@@ -483,11 +484,13 @@ impl Drop for Guard {
         for agent in agents {
             agent.shutdown();
         }
+        // The POSTs' pool too: a thread still reading a response stops now.
+        shared.agent.clone().shutdown();
     }
 }
 
 /// A connected MCP client. Clone it freely; dropping the last clone stops its timer and
-/// its streams (without the DELETE of [`close`](Self::close)).
+/// closes every connection (without the DELETE of [`close`](Self::close)).
 #[derive(Clone)]
 pub struct McpClient {
     shared: Arc<Shared>,
