@@ -2,12 +2,13 @@
 //! tiny_http server, and `mcpwire-tokio`'s on a runtime started by the test): the
 //! handshake, a JSON answer, progress before a streamed result, resumes through a
 //! server that closes every stream (SEP-1699 polling), re-initialization after the
-//! server forgot the session, the legacy fallback, DELETE on close, and the handshake's
-//! timeout. Every call and handshake has a deadline and every server is stopped, so
+//! server forgot the session, the legacy fallback, DELETE on close, a server→client
+//! request answered with `respond`, pooled connections, and the handshake's timeout. Every call and handshake has a deadline and every server is stopped, so
 //! each test ends by itself.
 
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -55,8 +56,15 @@ impl Drop for Server {
     }
 }
 
+fn ask_params() -> Value {
+    json!({
+        "message": "Your name?",
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+    })
+}
+
 /// `echo` returns its text; `count` sends `n` progress notifications (10 ms apart),
-/// then answers `n`.
+/// then answers `n`; `ask` asks the client for a name (elicitation) and returns it.
 fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
     match adapter {
         Adapter::Blocking => {
@@ -80,6 +88,18 @@ fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
                             let _ = call.progress(f64::from(i), None);
                         }
                         Ok(text_result(&n.to_string()))
+                    },
+                )
+                .with_tool(
+                    "ask",
+                    "",
+                    json!({"type": "object"}),
+                    |call: &Call, _: Value| {
+                        let answer =
+                            call.request("elicitation/create", ask_params(), Some(TIMEOUT))?;
+                        Ok(text_result(
+                            answer["content"]["name"].as_str().unwrap_or("?"),
+                        ))
                     },
                 );
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -126,6 +146,17 @@ fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
                             let _ = call.progress(f64::from(i), None);
                         }
                         Ok(text_result(&n.to_string()))
+                    },
+                )
+                .with_tool(
+                    "ask",
+                    "",
+                    json!({"type": "object"}),
+                    |call, _a: Value| async move {
+                        let answer = call.request("elicitation/create", ask_params()).await?;
+                        Ok(text_result(
+                            answer["content"]["name"].as_str().unwrap_or("?"),
+                        ))
                     },
                 );
             // `mount` spawns the service's driver task: inside the runtime.
@@ -378,4 +409,120 @@ fn the_connect_timeout_ends_a_handshake_the_server_never_answers() {
         "{took:?}"
     );
     held.join().unwrap();
+}
+
+fn http_post_9_server_request(adapter: Adapter) {
+    let (_server, uri) = start(adapter, Config::new());
+    let (client, messages) = connect(uri);
+    // The answering side: a clone of the client on another thread, while this one waits
+    // in `call`.
+    let answerer = {
+        let client = client.clone();
+        std::thread::spawn(move || {
+            let Ok(ServerMessage::Request(r)) = messages.recv_timeout(TIMEOUT) else {
+                panic!("no server request");
+            };
+            assert_eq!(r.method(), Some("elicitation/create"));
+            let result = json!({"action": "accept", "content": {"name": "Ada"}});
+            client.respond(r.id().unwrap(), result).unwrap();
+        })
+    };
+    let result = tools_call(&client, "ask", json!({}), false);
+    assert_eq!(result["content"][0]["text"], "Ada");
+    answerer.join().unwrap();
+    client.close();
+}
+
+#[test]
+fn http_post_9_a_server_request_is_answered_with_respond_blocking_server() {
+    http_post_9_server_request(Adapter::Blocking);
+}
+
+#[test]
+fn http_post_9_a_server_request_is_answered_with_respond_tokio_server() {
+    http_post_9_server_request(Adapter::Tokio);
+}
+
+/// A TCP front on 127.0.0.1 that counts the connections it accepts and copies each
+/// one's bytes both ways; dropping it stops its accept loop.
+struct CountingFront {
+    uri: http::Uri,
+    accepted: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl CountingFront {
+    fn new(upstream: &http::Uri) -> Self {
+        let authority = upstream.authority().unwrap().to_string();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (count, stopped) = (Arc::clone(&accepted), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            while !stopped.load(Ordering::SeqCst) {
+                let Ok((inbound, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                count.fetch_add(1, Ordering::SeqCst);
+                inbound.set_nonblocking(false).unwrap();
+                let outbound = TcpStream::connect(&authority).unwrap();
+                for (mut from, mut to) in [
+                    (inbound.try_clone().unwrap(), outbound.try_clone().unwrap()),
+                    (outbound, inbound),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Self {
+            uri: format!("http://{addr}/mcp").parse().unwrap(),
+            accepted,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for CountingFront {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn http_post_2_pooled(adapter: Adapter) {
+    let (_server, uri) = start(adapter, Config::new());
+    let front = CountingFront::new(&uri);
+    let (client, _messages) = connect(front.uri.clone());
+    for i in 0..20 {
+        let text = format!("call {i}");
+        let result = tools_call(&client, "echo", json!({ "text": text }), false);
+        assert_eq!(result["content"][0]["text"], text);
+    }
+    let accepted = front.accepted.load(Ordering::SeqCst);
+    // The POSTs share ureq's keep-alive pool; the GET stream has its own connection.
+    assert!(
+        accepted <= 3,
+        "{accepted} connections for 20 sequential calls"
+    );
+    client.close();
+}
+
+#[test]
+fn http_post_2_sequential_calls_reuse_pooled_connections_blocking_server() {
+    http_post_2_pooled(Adapter::Blocking);
+}
+
+#[test]
+fn http_post_2_sequential_calls_reuse_pooled_connections_tokio_server() {
+    http_post_2_pooled(Adapter::Tokio);
 }
