@@ -62,7 +62,10 @@
 //! next chunk, or when the server ends the response, or when the last clone of the
 //! client is dropped (which shuts the shared pool down). Non-2xx statuses are handed to the
 //! core like any other (`http_status_as_error(false)`), redirects are not followed, and
-//! no content coding is offered (gzip would buffer SSE).
+//! no content coding is offered (gzip would buffer SSE). No timeout bounds a whole
+//! request or body (an SSE stream may last for hours); [`ClientOptions::with_read_timeout`]
+//! is an optional idle watchdog per read. Plain `http://` only: ureq's TLS features are
+//! off, so an `https://` endpoint fails as a broken exchange would.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read};
@@ -138,6 +141,7 @@ pub enum ServerMessage {
 pub struct ClientOptions {
     max_exchanges: usize,
     connect_timeout: Option<Duration>,
+    read_timeout: Option<Duration>,
     read_size: usize,
 }
 
@@ -148,11 +152,13 @@ impl Default for ClientOptions {
 }
 
 impl ClientOptions {
-    /// 64 exchange threads at most, a 10 s TCP connect timeout, 16 KiB reads.
+    /// 64 exchange threads at most, a 10 s TCP connect timeout, no read timeout, 16 KiB
+    /// reads.
     pub fn new() -> Self {
         Self {
             max_exchanges: 64,
             connect_timeout: Some(Duration::from_secs(10)),
+            read_timeout: None,
             read_size: 16 << 10,
         }
     }
@@ -168,6 +174,16 @@ impl ClientOptions {
     /// How long opening a TCP connection may take (`None`: the system's limit).
     pub fn with_connect_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// An idle watchdog: a response (head or body) that sends nothing for this long is
+    /// reported to the core as a broken exchange, which then resumes or fails it as it
+    /// would after a reset. Off by default: a quiet stream (a GET stream with no
+    /// heartbeats, a POST whose tool runs long without progress) is not broken. Set it
+    /// above the server's heartbeat interval to notice a half-open connection.
+    pub fn with_read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.read_timeout = timeout;
         self
     }
 
@@ -535,6 +551,7 @@ impl McpClient {
             .http_status_as_error(false)
             .max_redirects(0)
             .timeout_connect(options.connect_timeout)
+            .timeout_per_read(options.read_timeout)
             .build();
         let (messages, rx) = mpsc::channel();
         let (connected_tx, connected_rx) = mpsc::sync_channel(1);

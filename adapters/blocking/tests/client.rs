@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use mcpwire::ProtocolVersion;
 use mcpwire::client::{self, RequestError, Transport};
 use mcpwire::server::{Config, LegacyPaths, ResponseMode};
-use mcpwire_blocking::client::{CallError, McpClient, ServerMessage};
+use mcpwire_blocking::client::{CallError, ClientOptions, McpClient, ServerMessage};
 use mcpwire_tests::server::counter_entropy;
 use serde_json::{Value, json};
 
@@ -63,7 +63,8 @@ fn ask_params() -> Value {
     })
 }
 
-/// `echo` returns its text; `count` sends `n` progress notifications (10 ms apart),
+/// `echo` returns its text; `count` sends `n` progress notifications (`delay_ms`, 10 by
+/// default, apart),
 /// then answers `n`; `ask` asks the client for a name (elicitation) and returns it.
 fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
     match adapter {
@@ -84,7 +85,9 @@ fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
                     |call: &Call, a: Value| {
                         let n = a["n"].as_u64().unwrap_or(0) as u32;
                         for i in 1..=n {
-                            std::thread::sleep(Duration::from_millis(10));
+                            std::thread::sleep(Duration::from_millis(
+                                a["delay_ms"].as_u64().unwrap_or(10),
+                            ));
                             let _ = call.progress(f64::from(i), None);
                         }
                         Ok(text_result(&n.to_string()))
@@ -142,7 +145,8 @@ fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
                     |call, a: Value| async move {
                         let n = a["n"].as_u64().unwrap_or(0) as u32;
                         for i in 1..=n {
-                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            let ms = a["delay_ms"].as_u64().unwrap_or(10);
+                            tokio::time::sleep(Duration::from_millis(ms)).await;
                             let _ = call.progress(f64::from(i), None);
                         }
                         Ok(text_result(&n.to_string()))
@@ -525,4 +529,37 @@ fn http_post_2_sequential_calls_reuse_pooled_connections_blocking_server() {
 #[test]
 fn http_post_2_sequential_calls_reuse_pooled_connections_tokio_server() {
     http_post_2_pooled(Adapter::Tokio);
+}
+
+fn read_timeout_resumes(adapter: Adapter) {
+    // Every stream is primed (an id to resume from) and then quiet for 300 ms at a time.
+    // A server learns that the client dropped a connection only when it next writes to
+    // it (300 ms later, the blocking server); until then a resume gets 409 (HTTP-GET-9)
+    // and the core tries again after `retry`, from a budget of 5 attempts: 150 ms apart,
+    // they outlast that.
+    let config = Config::new()
+        .with_response_mode(ResponseMode::Sse)
+        .with_retry(Some(Duration::from_millis(150)));
+    let (_server, uri) = start(adapter, config);
+    let client_config = client::Config::new(uri).with_connect_timeout(TIMEOUT);
+    let options = ClientOptions::new().with_read_timeout(Some(Duration::from_millis(100)));
+    let (client, messages) =
+        McpClient::connect_with(client_config, counter_entropy(6), options).expect("connected");
+    let args = json!({"n": 2, "delay_ms": 300});
+    let result = tools_call(&client, "count", args, true);
+    assert_eq!(result["content"][0]["text"], "2");
+    assert_eq!(progress(&messages), [1.0, 2.0]);
+    client.close();
+}
+
+/// The idle watchdog breaks a quiet stream; the core resumes it with `Last-Event-ID`
+/// (RESUME-4) and nothing is lost or repeated.
+#[test]
+fn resume_4_the_read_timeout_breaks_a_quiet_stream_and_the_core_resumes_it_blocking_server() {
+    read_timeout_resumes(Adapter::Blocking);
+}
+
+#[test]
+fn resume_4_the_read_timeout_breaks_a_quiet_stream_and_the_core_resumes_it_tokio_server() {
+    read_timeout_resumes(Adapter::Tokio);
 }
