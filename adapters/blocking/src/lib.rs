@@ -10,6 +10,7 @@
 //! - [`SseWriter`]: SSE frames written to any [`std::io::Write`], flushed one by one.
 //! - [`server`]: an MCP server on `tiny_http`, a fixed pool of worker threads over one
 //!   core; [`app`]: a handler per request on threads of its own, and a typed tool table.
+//! - [`client`]: an MCP client on `ureq`, a thread per HTTP exchange over one core.
 //!
 //! # Example
 //!
@@ -27,6 +28,7 @@
 //! ```
 
 pub mod app;
+pub mod client;
 pub mod server;
 mod writer;
 

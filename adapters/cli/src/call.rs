@@ -26,6 +26,8 @@ Options:
   --legacy         speak only the legacy HTTP+SSE transport (URL is its SSE endpoint);
                    without it, a 400/404/405 to the first POST falls back to it anyway
   --timeout-ms N   give up after N ms (default 60000)
+  --blocking       use the blocking client (mcpwire-blocking, on ureq and threads)
+                   instead of the tokio one: the same core, so the same exchanges
   -h, --help       print this help
 
 Prints one line per progress notification on stderr, then the result as JSON on
@@ -40,17 +42,20 @@ struct Options {
     args: Value,
     timeout: Duration,
     legacy: bool,
+    blocking: bool,
 }
 
 fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
     let mut positional = Vec::new();
     let mut timeout = Duration::from_secs(60);
     let mut legacy = false;
+    let mut blocking = false;
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => return Ok(None),
             "--legacy" => legacy = true,
+            "--blocking" => blocking = true,
             "--timeout-ms" => {
                 let v = args.next().ok_or("--timeout-ms needs milliseconds")?;
                 let ms: u64 = v
@@ -83,6 +88,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
         args,
         timeout,
         legacy,
+        blocking,
     }))
 }
 
@@ -92,6 +98,9 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
         Ok(None) => return print_help(USAGE),
         Err(message) => return usage_error(PROG, &message, USAGE),
     };
+    if options.blocking {
+        return run_blocking(&options);
+    }
     block_on(PROG, async {
         match tokio::time::timeout(options.timeout, run(&options)).await {
             Ok(code) => code,
@@ -103,10 +112,83 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
     })
 }
 
-async fn run(options: &Options) -> ExitCode {
-    let config = Config::new(options.url.clone())
+fn config(options: &Options) -> Config {
+    Config::new(options.url.clone())
         .with_legacy_only(options.legacy)
-        .with_client_info("mcpwire-call", env!("CARGO_PKG_VERSION"));
+        .with_client_info("mcpwire-call", env!("CARGO_PKG_VERSION"))
+}
+
+fn call_params(options: &Options) -> Value {
+    json!({
+        "name": options.tool,
+        "arguments": options.args,
+        "_meta": {"progressToken": "mcpwire-call"},
+    })
+}
+
+/// Prints a progress notification on stderr.
+fn print_progress(n: &mcpwire::jsonrpc::Envelope) {
+    if n.method() == Some("notifications/progress") {
+        let params = n
+            .payload()
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_default();
+        eprintln!("{PROG}: progress {params}");
+    }
+}
+
+/// Prints the result (or the failure); the exit status.
+fn outcome<E: std::fmt::Display>(result: Result<Value, E>) -> ExitCode {
+    match result {
+        Ok(value) => {
+            println!("{value}");
+            if value.get("isError").and_then(Value::as_bool) == Some(true) {
+                return ExitCode::FAILURE;
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{PROG}: the call failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--blocking`: the same call on `mcpwire_blocking::client`, no runtime. The overall
+/// timeout bounds the handshake (the core's connect timeout) and then the call (its
+/// deadline in the core); `close` waits 2 s at most.
+fn run_blocking(options: &Options) -> ExitCode {
+    use mcpwire_blocking::client::{McpClient, ServerMessage};
+    let started = std::time::Instant::now();
+    let config = config(options).with_connect_timeout(options.timeout);
+    let (client, messages) = match McpClient::connect(config, Box::new(os_entropy)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{PROG}: cannot connect to {}: {e}", options.url);
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!(
+        "{PROG}: connected ({}, {:?}, blocking)",
+        client.version(),
+        client.transport()
+    );
+    // Ends when the client is gone (its sender with it); not waited for.
+    std::thread::spawn(move || {
+        for message in messages {
+            if let ServerMessage::Notification(n) = message {
+                print_progress(&n);
+            }
+        }
+    });
+    let left = options.timeout.saturating_sub(started.elapsed());
+    let result = client.call_timeout("tools/call", Some(call_params(options)), left);
+    client.close();
+    outcome(result)
+}
+
+async fn run(options: &Options) -> ExitCode {
+    let config = config(options);
     let (client, mut messages) = match McpClient::connect(config, Box::new(os_entropy)).await {
         Ok(c) => c,
         Err(e) => {
@@ -121,36 +203,13 @@ async fn run(options: &Options) -> ExitCode {
     );
     let printer = tokio::spawn(async move {
         while let Some(message) = messages.recv().await {
-            if let ServerMessage::Notification(n) = message
-                && n.method() == Some("notifications/progress")
-            {
-                let params = n
-                    .payload()
-                    .map(|p| p.as_str().to_owned())
-                    .unwrap_or_default();
-                eprintln!("{PROG}: progress {params}");
+            if let ServerMessage::Notification(n) = message {
+                print_progress(&n);
             }
         }
     });
-    let params = json!({
-        "name": options.tool,
-        "arguments": options.args,
-        "_meta": {"progressToken": "mcpwire-call"},
-    });
-    let result = client.call("tools/call", Some(params)).await;
+    let result = client.call("tools/call", Some(call_params(options))).await;
     client.close().await;
     printer.abort();
-    match result {
-        Ok(value) => {
-            println!("{value}");
-            if value.get("isError").and_then(Value::as_bool) == Some(true) {
-                return ExitCode::FAILURE;
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("{PROG}: the call failed: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    outcome(result)
 }

@@ -187,16 +187,17 @@ struct Called {
 
 /// Runs `mcpwire call URL TOOL ARGS`, which must succeed.
 fn mcpwire_call(url: &str, tool: &str, args: &Value) -> Called {
+    mcpwire_call_with(&[], url, tool, args)
+}
+
+/// [`mcpwire_call`] with more options (`--blocking`).
+fn mcpwire_call_with(options: &[&str], url: &str, tool: &str, args: &Value) -> Called {
     let timeout_ms = (RUN.as_millis() - 5_000).to_string();
     let out = run_bounded(
-        Command::new(BIN).args([
-            "call",
-            "--timeout-ms",
-            &timeout_ms,
-            url,
-            tool,
-            &args.to_string(),
-        ]),
+        Command::new(BIN)
+            .args(["call", "--timeout-ms", &timeout_ms])
+            .args(options)
+            .args([url, tool, &args.to_string()]),
         RUN,
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -362,4 +363,41 @@ fn legacy_6_mcpwire_call_falls_back_to_the_ts_sse_server() {
         .filter(|e| e["session"] == session)
         .count();
     assert_eq!(posts, 3, "{:?}", server.events);
+}
+
+/// `mcpwire call --blocking` (the client core on mcpwire-blocking's ureq client) against
+/// the SDK's three servers: Streamable HTTP (HTTP-DELETE-1 ends the session), the one
+/// that closes a request's stream (RESUME-4: resumed from its event store), and the
+/// legacy one (LEGACY-6: found by the fallback).
+#[test]
+fn resume_4_legacy_6_mcpwire_call_blocking_against_the_ts_servers() {
+    for (mode, path) in [
+        ("streamable", "/mcp"),
+        ("polling", "/mcp"),
+        ("legacy", "/sse"),
+    ] {
+        let mut server = TsServer::start(mode);
+        let url = server.url(path);
+        let args = json!({"n": 3, "delay_ms": 30});
+        let count = mcpwire_call_with(&["--blocking"], &url, "slow_count", &args);
+        assert_eq!(count.result, text_result("3"), "{mode}");
+        assert_eq!(count.progress, steps(3), "{mode}");
+        match mode {
+            "legacy" => {
+                assert_eq!(count.connected, "(2024-11-05, HttpSse, blocking)");
+                let opened = server.wait_for("legacy-open", |_| true);
+                let session = opened["session"].clone();
+                server.wait_for("legacy-closed", |e| e["session"] == session);
+            }
+            _ => {
+                assert_eq!(count.connected, "(2025-11-25, StreamableHttp, blocking)");
+                let opened = server.wait_for("session-initialized", |_| true);
+                let session = opened["session"].clone();
+                if mode == "polling" {
+                    server.wait_for("resume", |_| true);
+                }
+                server.wait_for("session-closed", |e| e["session"] == session);
+            }
+        }
+    }
 }

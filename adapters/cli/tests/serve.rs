@@ -181,6 +181,51 @@ fn call_against_serve_prints_progress_and_the_result_also_through_polling_closes
     }
 }
 
+/// `call --blocking`: the blocking client (mcpwire-blocking on ureq) against both
+/// servers, directly and through SEP-1699 polling closes (RESUME-9, RESUME-11), a failing
+/// call, and the legacy transport (LEGACY-3).
+#[test]
+fn call_blocking_prints_progress_and_the_result_against_both_adapters() {
+    for (adapter, extra) in ADAPTERS.into_iter().flat_map(|a| {
+        [
+            (a, &[][..]),
+            (a, &["--poll-ms", "0", "--retry-ms", "20"][..]),
+        ]
+    }) {
+        let server = start_on(adapter, extra);
+        let out = call(
+            &server,
+            &["--blocking", "slow_count", r#"{"n":3,"delay_ms":30}"#],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{adapter:?} {extra:?}: {stderr}");
+        assert!(stderr.contains("blocking"), "{stderr}");
+        assert!(stdout.contains(r#""text":"3""#), "{stdout}");
+        assert_eq!(stderr.matches("progress {").count(), 3, "{stderr}");
+        let out = call(&server, &["--blocking", "no_such_tool"]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("no tool"));
+        let url = format!("http://{}/sse", server.addr);
+        let out = Command::new(BIN)
+            .args([
+                "call",
+                "--blocking",
+                "--legacy",
+                "--timeout-ms",
+                "20000",
+                &url,
+            ])
+            .args(["echo", r#"{"text":"old"}"#])
+            .output()
+            .expect("mcpwire call runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{adapter:?}: {stderr}");
+        assert!(stderr.contains("HttpSse"), "{stderr}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains(r#""text":"old""#));
+    }
+}
+
 #[test]
 fn call_reports_a_failing_call_with_status_1() {
     let server = start(&[]);

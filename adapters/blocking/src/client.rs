@@ -1,0 +1,715 @@
+//! The client side: [`McpClient`], the client core ([`mcpwire::client::Client`]) driven
+//! over [`ureq`] 3 with blocking threads and no async runtime. The blocking mirror of
+//! `mcpwire_tokio::client::McpClient`, with the same names.
+//!
+//! The adapter moves bytes and time, and nothing else: the core's requests go out as
+//! ureq requests, their response heads, body chunks, ends and failures go back into the
+//! core, its deadlines drive one timer thread, and its events become the answers of
+//! [`McpClient::call`] and the messages on the receiver [`McpClient::connect`] returns.
+//! The handshake and its timeout ([`Config::with_connect_timeout`]), resumes after a
+//! `retry` with `Last-Event-ID`, re-initialization after a 404, and the legacy fallback
+//! all happen inside the core.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use mcpwire::client::Config;
+//! use mcpwire_blocking::client::McpClient;
+//! use serde_json::json;
+//!
+//! let config = Config::new("http://127.0.0.1:8080/mcp".parse()?);
+//! // Jitters reconnection delays: any source of bytes will do.
+//! let entropy = Box::new(|b: &mut [u8]| b.fill(7));
+//! let (client, _messages) = McpClient::connect(config, entropy)?;
+//! let params = json!({"name": "echo", "arguments": {"text": "hi"}});
+//! let result = client.call("tools/call", Some(params))?;
+//! println!("{result}");
+//! client.close();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Threads
+//!
+//! - **Exchange threads**: each [`Transmit::Request`] of the core runs on a thread of
+//!   its own, from sending the request to the end (or failure) of its response. A
+//!   long-lived SSE stream (the session's GET stream, a slow POST stream) holds its
+//!   thread for its whole life. At most [`ClientOptions::with_max_exchanges`] run at
+//!   once (64 by default); the core's further requests wait, in order, until one ends.
+//! - **The timer**: sleeps until [`Client::poll_timeout`], or until an input moved it
+//!   earlier, and then calls [`Client::handle_timeout`].
+//! - **The caller's**: [`McpClient::call`] blocks its thread until the core hands out
+//!   the response (or its failure); `connect` and `close` block likewise.
+//!
+//! # Locking
+//!
+//! One [`Mutex`] guards the core, the table of waiting callers, and the adapter's
+//! bookkeeping of exchanges. Every input (a head, a body chunk, an end, a failure, a
+//! timeout, a call from the application) is one lock, one call into the core, and then,
+//! still under the lock, a pump: the core's events go to their callers and to the
+//! message channel, and its transmits are collected. New threads are started and
+//! aborted connections shut down after the lock is released. One [`Condvar`] tells the
+//! timer (and a waiting [`McpClient::close`]) that something changed. Because a call
+//! registers its waiter under the same lock as its request, its answer cannot be
+//! dispatched before someone waits for it.
+//!
+//! # Connections
+//!
+//! Requests go through one [`ureq::Agent`], whose keep-alive pool reuses connections
+//! across exchanges (`TCP_NODELAY` is ureq's default). A GET (a stream: the standalone
+//! stream, a resume, the legacy stream) gets an agent of its own, so that when the core
+//! aborts it ([`Transmit::Abort`]) the adapter can shut that agent's connection down and
+//! unblock its thread's read. An aborted POST is only marked: its thread stops at its
+//! next chunk, or when the server ends the response, or when the last clone of the
+//! client is dropped (which shuts the shared pool down). Non-2xx statuses are handed to the
+//! core like any other (`http_status_as_error(false)`), redirects are not followed, and
+//! no content coding is offered (gzip would buffer SSE). No timeout bounds a whole
+//! request or body (an SSE stream may last for hours); [`ClientOptions::with_read_timeout`]
+//! is an optional idle watchdog per read. Plain `http://` only: ureq's TLS features are
+//! off, so an `https://` endpoint fails as a broken exchange would.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{ErrorKind, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use mcpwire::Entropy;
+use mcpwire::ProtocolVersion;
+use mcpwire::client::{
+    Client, ClientError, Config, Event, ExchangeId, RequestError, Transmit, Transport,
+};
+use mcpwire::jsonrpc::{Envelope, RawJson, RequestId};
+use serde_json::Value;
+
+/// Why a call got no result.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The server answered with a JSON-RPC error.
+    Rpc {
+        /// The code.
+        code: i64,
+        /// The message.
+        message: String,
+    },
+    /// No answer (a lost stream, an expired session, a timeout, …).
+    Request(RequestError),
+    /// The core did not take the request (too many in flight, not encodable).
+    Refused(ClientError),
+    /// The client is not connected or was closed.
+    Closed,
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Rpc { code, message } => write!(f, "error {code}: {message}"),
+            Self::Request(e) => e.fmt(f),
+            Self::Refused(e) => e.fmt(f),
+            Self::Closed => f.write_str("the client is closed"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+impl From<ClientError> for CallError {
+    fn from(e: ClientError) -> Self {
+        match e {
+            ClientError::NotConnected => Self::Closed,
+            e => Self::Refused(e),
+        }
+    }
+}
+
+/// A message the server sent on its own: a notification or a server→client request
+/// (answer it with [`McpClient::respond`]).
+#[derive(Debug)]
+pub enum ServerMessage {
+    /// A notification (progress, logging, list changes, …).
+    Notification(Envelope),
+    /// A request.
+    Request(Envelope),
+}
+
+/// How the adapter runs its exchanges.
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct ClientOptions {
+    max_exchanges: usize,
+    connect_timeout: Option<Duration>,
+    read_timeout: Option<Duration>,
+    read_size: usize,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ClientOptions {
+    /// 64 exchange threads at most, a 10 s TCP connect timeout, no read timeout, 16 KiB
+    /// reads.
+    pub fn new() -> Self {
+        Self {
+            max_exchanges: 64,
+            connect_timeout: Some(Duration::from_secs(10)),
+            read_timeout: None,
+            read_size: 16 << 10,
+        }
+    }
+
+    /// The most exchanges (threads) running at once; the core's further requests wait
+    /// for one to end. Every open SSE stream holds one (at least 2: a GET stream and a
+    /// POST).
+    pub fn with_max_exchanges(mut self, exchanges: usize) -> Self {
+        self.max_exchanges = exchanges.max(2);
+        self
+    }
+
+    /// How long opening a TCP connection may take (`None`: the system's limit).
+    pub fn with_connect_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// An idle watchdog: a response (head or body) that sends nothing for this long is
+    /// reported to the core as a broken exchange, which then resumes or fails it as it
+    /// would after a reset. Off by default: a quiet stream (a GET stream with no
+    /// heartbeats, a POST whose tool runs long without progress) is not broken. Set it
+    /// above the server's heartbeat interval to notice a half-open connection.
+    pub fn with_read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.read_timeout = timeout;
+        self
+    }
+
+    /// The size of each read from a response body, handed to the core as one chunk.
+    pub fn with_read_size(mut self, bytes: usize) -> Self {
+        self.read_size = bytes.max(1);
+        self
+    }
+}
+
+type Waiter = SyncSender<Result<Envelope, CallError>>;
+type Connected = SyncSender<Result<(ProtocolVersion, Transport), RequestError>>;
+
+/// One exchange thread's handle, for an abort.
+struct Running {
+    aborted: Arc<AtomicBool>,
+    /// The GET's own agent, shut down on abort.
+    agent: Option<ureq::Agent>,
+}
+
+/// Everything under the lock.
+struct State {
+    core: Client,
+    waiters: HashMap<RequestId, Waiter>,
+    messages: Sender<ServerMessage>,
+    connected: Option<Connected>,
+    running: HashMap<ExchangeId, Running>,
+    /// Requests waiting for a free exchange thread.
+    queued: VecDeque<(ExchangeId, http::request::Parts, Bytes)>,
+    closed: bool,
+    stopped: bool,
+}
+
+/// What to do once the lock is released.
+#[derive(Default)]
+struct Work {
+    start: Vec<Start>,
+    shutdown: Vec<ureq::Agent>,
+}
+
+struct Start {
+    exchange: ExchangeId,
+    head: http::request::Parts,
+    body: Bytes,
+    agent: ureq::Agent,
+    aborted: Arc<AtomicBool>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+    agent: ureq::Agent,
+    agent_config: ureq::config::Config,
+    options: ClientOptions,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One input: `f` on the core under the lock, the pump, then the work outside it.
+    fn with<R>(self: &Arc<Self>, f: impl FnOnce(&mut State, Instant) -> R) -> R {
+        let mut state = self.lock();
+        let r = f(&mut state, Instant::now());
+        let work = self.pump(&mut state);
+        drop(state);
+        self.changed.notify_all();
+        self.run(work);
+        r
+    }
+
+    /// Moves the core's events to their receivers and its transmits into `Work`.
+    fn pump(&self, state: &mut State) -> Work {
+        let mut work = Work::default();
+        while let Some(t) = state.core.poll_transmit() {
+            match t {
+                Transmit::Request {
+                    exchange,
+                    head,
+                    body,
+                } => state.queued.push_back((exchange, head, body)),
+                Transmit::Abort(x) => {
+                    state.queued.retain(|(q, _, _)| *q != x);
+                    if let Some(r) = state.running.remove(&x) {
+                        r.aborted.store(true, Ordering::SeqCst);
+                        work.shutdown.extend(r.agent);
+                    }
+                }
+            }
+        }
+        while state.running.len() < self.options.max_exchanges {
+            let Some((exchange, head, body)) = state.queued.pop_front() else {
+                break;
+            };
+            let aborted = Arc::new(AtomicBool::new(false));
+            // A GET is a stream that may last: its own agent, so an abort can close it.
+            let own = (head.method == http::Method::GET).then(|| self.agent_config.new_agent());
+            let agent = own.clone().unwrap_or_else(|| self.agent.clone());
+            state.running.insert(
+                exchange,
+                Running {
+                    aborted: Arc::clone(&aborted),
+                    agent: own,
+                },
+            );
+            work.start.push(Start {
+                exchange,
+                head,
+                body,
+                agent,
+                aborted,
+            });
+        }
+        while let Some(event) = state.core.poll_event() {
+            dispatch(state, event);
+        }
+        work
+    }
+
+    fn run(self: &Arc<Self>, work: Work) {
+        for agent in work.shutdown {
+            agent.shutdown();
+        }
+        for start in work.start {
+            let (x, aborted) = (start.exchange, Arc::clone(&start.aborted));
+            let shared = Arc::clone(self);
+            let spawned = thread::Builder::new()
+                .name(format!("mcpwire-client-{x}"))
+                .spawn(move || exchange(&shared, start));
+            if spawned.is_err() {
+                // No thread: the exchange fails as a broken connection would. The core
+                // decides what that means (a failed request, a resume later).
+                self.report(x, &aborted, Report::Failed);
+            }
+        }
+    }
+
+    /// An exchange thread's report, unless the core aborted the exchange.
+    fn report(self: &Arc<Self>, x: ExchangeId, aborted: &AtomicBool, r: Report) {
+        self.with(|state, now| {
+            if aborted.load(Ordering::SeqCst) {
+                return;
+            }
+            let core = &mut state.core;
+            match r {
+                Report::Head(head) => core.handle_head(now, x, head),
+                Report::Body(chunk) => core.handle_body(now, x, chunk),
+                Report::End => {
+                    state.running.remove(&x);
+                    core.handle_body_end(now, x);
+                }
+                Report::Failed => {
+                    state.running.remove(&x);
+                    core.handle_failure(now, x);
+                }
+            }
+        });
+    }
+}
+
+/// An event of the core, to the one waiting for it.
+fn dispatch(state: &mut State, event: Event) {
+    match event {
+        Event::Connected {
+            version, transport, ..
+        } => {
+            if let Some(tx) = state.connected.take() {
+                let _ = tx.try_send(Ok((version, transport)));
+            }
+        }
+        Event::ConnectFailed(e) => {
+            if let Some(tx) = state.connected.take() {
+                let _ = tx.try_send(Err(e));
+            }
+        }
+        Event::Response(m) => {
+            if let Some(tx) = m.id().and_then(|id| state.waiters.remove(id)) {
+                let _ = tx.try_send(Ok(m));
+            }
+        }
+        Event::Failed { id, error } => {
+            if let Some(tx) = state.waiters.remove(&id) {
+                let _ = tx.try_send(Err(CallError::Request(error)));
+            }
+        }
+        Event::Notification(m) => {
+            let _ = state.messages.send(ServerMessage::Notification(m));
+        }
+        Event::Request(m) => {
+            let _ = state.messages.send(ServerMessage::Request(m));
+        }
+        Event::Closed => {
+            state.closed = true;
+            if let Some(tx) = state.connected.take() {
+                let _ = tx.try_send(Err(RequestError::Closed));
+            }
+            for (_, tx) in state.waiters.drain() {
+                let _ = tx.try_send(Err(CallError::Closed));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What an exchange thread reports.
+enum Report {
+    Head(http::response::Parts),
+    Body(Bytes),
+    End,
+    Failed,
+}
+
+/// One HTTP exchange: the request, then the response's head and body chunks, each into
+/// the core as it arrives.
+fn exchange(shared: &Arc<Shared>, start: Start) {
+    let Start {
+        exchange: x,
+        head,
+        body,
+        agent,
+        aborted,
+    } = start;
+    let sent = if body.is_empty() {
+        agent.run(http::Request::from_parts(head, ()))
+    } else {
+        agent.run(http::Request::from_parts(head, &body[..]))
+    };
+    let response = match sent {
+        Ok(r) => r,
+        Err(_) => return shared.report(x, &aborted, Report::Failed),
+    };
+    let (parts, body) = response.into_parts();
+    shared.report(x, &aborted, Report::Head(parts));
+    let mut reader = body.into_reader();
+    let mut buf = vec![0; shared.options.read_size];
+    loop {
+        if aborted.load(Ordering::SeqCst) {
+            return;
+        }
+        match reader.read(&mut buf) {
+            Ok(0) => return shared.report(x, &aborted, Report::End),
+            Ok(n) => {
+                let chunk = Bytes::copy_from_slice(&buf[..n]);
+                shared.report(x, &aborted, Report::Body(chunk));
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            // After an abort (`Agent::shutdown`) this is the expected end; `report`
+            // drops it then.
+            Err(_) => return shared.report(x, &aborted, Report::Failed),
+        }
+    }
+}
+
+/// The timer: `handle_timeout` at each of the core's deadlines, until stopped.
+fn timer(shared: &Arc<Shared>) {
+    let mut state = shared.lock();
+    loop {
+        if state.stopped {
+            return;
+        }
+        let now = Instant::now();
+        match state.core.poll_timeout() {
+            Some(at) if at <= now => {
+                state.core.handle_timeout(now);
+                let work = shared.pump(&mut state);
+                drop(state);
+                shared.changed.notify_all();
+                shared.run(work);
+                state = shared.lock();
+            }
+            Some(at) => {
+                state = shared
+                    .changed
+                    .wait_timeout(state, at - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+            None => {
+                state = shared
+                    .changed
+                    .wait(state)
+                    .unwrap_or_else(|p| p.into_inner());
+            }
+        }
+    }
+}
+
+/// Stops the timer and every stream when the last [`McpClient`] clone goes.
+struct Guard(Arc<Shared>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let shared = &self.0;
+        let agents: Vec<ureq::Agent> = {
+            let mut state = shared.lock();
+            state.stopped = true;
+            if !state.closed {
+                state.core.close(Instant::now());
+            }
+            // Whatever the close transmits now goes unsent: nothing drives it any more.
+            let _ = std::iter::from_fn(|| state.core.poll_transmit()).count();
+            state.queued.clear();
+            state
+                .running
+                .drain()
+                .filter_map(|(_, r)| {
+                    r.aborted.store(true, Ordering::SeqCst);
+                    r.agent
+                })
+                .collect()
+        };
+        shared.changed.notify_all();
+        for agent in agents {
+            agent.shutdown();
+        }
+        // The POSTs' pool too: a thread still reading a response stops now.
+        shared.agent.clone().shutdown();
+    }
+}
+
+/// A connected MCP client. Clone it freely; dropping the last clone stops its timer and
+/// closes every connection (without the DELETE of [`close`](Self::close)).
+#[derive(Clone)]
+pub struct McpClient {
+    shared: Arc<Shared>,
+    _guard: Arc<Guard>,
+    version: ProtocolVersion,
+    transport: Transport,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("version", &self.version)
+            .field("transport", &self.transport)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpClient {
+    /// Connects: runs the handshake (with the legacy fallback when the server needs it)
+    /// and returns the client and the server's own messages. Blocks until the core
+    /// reports the handshake's outcome (at most the config's connect timeout).
+    ///
+    /// # Errors
+    /// The handshake's [`RequestError`] (refused, unauthorized, timed out, …).
+    pub fn connect(
+        config: Config,
+        entropy: Box<dyn Entropy + Send>,
+    ) -> Result<(Self, Receiver<ServerMessage>), RequestError> {
+        Self::connect_with(config, entropy, ClientOptions::new())
+    }
+
+    /// [`connect`](Self::connect) with the adapter's own options.
+    ///
+    /// # Errors
+    /// As [`connect`](Self::connect).
+    pub fn connect_with(
+        config: Config,
+        entropy: Box<dyn Entropy + Send>,
+        options: ClientOptions,
+    ) -> Result<(Self, Receiver<ServerMessage>), RequestError> {
+        let agent_config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_connect(options.connect_timeout)
+            .timeout_per_read(options.read_timeout)
+            .build();
+        let (messages, rx) = mpsc::channel();
+        let (connected_tx, connected_rx) = mpsc::sync_channel(1);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                core: Client::new(config, entropy),
+                waiters: HashMap::new(),
+                messages,
+                connected: Some(connected_tx),
+                running: HashMap::new(),
+                queued: VecDeque::new(),
+                closed: false,
+                stopped: false,
+            }),
+            changed: Condvar::new(),
+            agent: agent_config.new_agent(),
+            agent_config,
+            options,
+        });
+        let guard = Arc::new(Guard(Arc::clone(&shared)));
+        let timer_shared = Arc::clone(&shared);
+        thread::Builder::new()
+            .name("mcpwire-client-timer".into())
+            .spawn(move || timer(&timer_shared))
+            .map_err(|e| RequestError::BadResponse(format!("no timer thread: {e}")))?;
+        shared.with(|state, now| state.core.connect(now));
+        match connected_rx.recv() {
+            Ok(Ok((version, transport))) => Ok((
+                Self {
+                    shared,
+                    _guard: guard,
+                    version,
+                    transport,
+                },
+                rx,
+            )),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(RequestError::Closed),
+        }
+    }
+
+    /// The negotiated revision.
+    pub fn version(&self) -> ProtocolVersion {
+        self.version
+    }
+
+    /// The transport in use.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// The `Mcp-Session-Id` the server issued, if any (it changes after a
+    /// re-initialization).
+    pub fn session_id(&self) -> Option<String> {
+        self.shared.lock().core.session_id().map(str::to_owned)
+    }
+
+    /// Sends a request and blocks until its result.
+    ///
+    /// # Errors
+    /// [`CallError`].
+    pub fn call(&self, method: &str, params: Option<Value>) -> Result<Value, CallError> {
+        self.call_until(method, params, None)
+    }
+
+    /// [`call`](Self::call), failing with [`RequestError::Timeout`] after `timeout`
+    /// (the core then sends `notifications/cancelled`).
+    ///
+    /// # Errors
+    /// [`CallError`].
+    pub fn call_timeout(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        self.call_until(method, params, Some(Instant::now() + timeout))
+    }
+
+    fn call_until(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        deadline: Option<Instant>,
+    ) -> Result<Value, CallError> {
+        let text = params.map(|p| p.to_string());
+        let raw = match &text {
+            Some(t) => Some(RawJson::new(t).map_err(|_| CallError::Closed)?),
+            None => None,
+        };
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.shared.with(|state, now| {
+            let id = state
+                .core
+                .request(now, method, raw.as_ref().map(|r| r as _), deadline)?;
+            state.waiters.insert(id, tx);
+            Ok::<_, CallError>(())
+        })?;
+        let envelope = rx.recv().map_err(|_| CallError::Closed)??;
+        let value: Value =
+            serde_json::from_str(envelope.text().as_str()).map_err(|_| CallError::Closed)?;
+        if let Some(error) = value.get("error") {
+            return Err(CallError::Rpc {
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+            });
+        }
+        Ok(value.get("result").cloned().unwrap_or(Value::Null))
+    }
+
+    /// Sends a notification.
+    ///
+    /// # Errors
+    /// [`CallError::Closed`] once closed; [`CallError::Refused`].
+    pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), CallError> {
+        let text = params.map(|p| p.to_string());
+        let raw = match &text {
+            Some(t) => Some(RawJson::new(t).map_err(|_| CallError::Closed)?),
+            None => None,
+        };
+        self.shared
+            .with(|state, now| state.core.notify(now, method, raw.as_ref().map(|r| r as _)))
+            .map_err(CallError::from)
+    }
+
+    /// Answers a server→client request.
+    ///
+    /// # Errors
+    /// [`CallError::Closed`] once closed; [`CallError::Refused`].
+    pub fn respond(&self, id: &RequestId, result: Value) -> Result<(), CallError> {
+        let text = result.to_string();
+        let raw = RawJson::new(&text).map_err(|_| CallError::Closed)?;
+        self.shared
+            .with(|state, now| state.core.respond(now, id, &raw))
+            .map_err(CallError::from)
+    }
+
+    /// Ends the session (DELETE, when the server issued one) and waits, at most 2 s,
+    /// for the core to let go of every exchange.
+    pub fn close(self) {
+        self.shared.with(|state, now| state.core.close(now));
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut state = self.shared.lock();
+        while !state.core.is_idle() {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
