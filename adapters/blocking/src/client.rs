@@ -81,7 +81,7 @@ use mcpwire::ProtocolVersion;
 use mcpwire::client::{
     Client, ClientError, Config, Event, ExchangeId, RequestError, Transmit, Transport,
 };
-use mcpwire::jsonrpc::{Envelope, RawJson, RequestId};
+use mcpwire::jsonrpc::{Envelope, Message, RawJson, RequestId};
 use serde_json::Value;
 
 /// Why a call got no result.
@@ -651,19 +651,17 @@ impl McpClient {
             Ok::<_, CallError>(())
         })?;
         let envelope = rx.recv().map_err(|_| CallError::Closed)??;
-        let value: Value =
-            serde_json::from_str(envelope.text().as_str()).map_err(|_| CallError::Closed)?;
-        if let Some(error) = value.get("error") {
-            return Err(CallError::Rpc {
-                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                message: error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-            });
+        // The core classified the answer already: a result (parsed here) or an error.
+        match envelope.message() {
+            Message::Response(r) => {
+                serde_json::from_str(r.result.as_str()).map_err(|_| CallError::Closed)
+            }
+            Message::Error(e) => Err(CallError::Rpc {
+                code: e.error.code.0,
+                message: e.error.message.into_owned(),
+            }),
+            Message::Request(_) | Message::Notification(_) => Err(CallError::Closed),
         }
-        Ok(value.get("result").cloned().unwrap_or(Value::Null))
     }
 
     /// Sends a notification.

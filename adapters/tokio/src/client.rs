@@ -20,7 +20,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use mcpwire::Entropy;
 use mcpwire::ProtocolVersion;
 use mcpwire::client::{Client, Config, Event, ExchangeId, RequestError, Transmit, Transport};
-use mcpwire::jsonrpc::{Envelope, RawJson, RequestId};
+use mcpwire::jsonrpc::{Envelope, Message, RawJson, RequestId};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -178,19 +178,17 @@ impl McpClient {
         })?;
         let _ = id;
         let envelope = rx.await.map_err(|_| CallError::Closed)??;
-        let value: Value =
-            serde_json::from_str(envelope.text().as_str()).map_err(|_| CallError::Closed)?;
-        if let Some(error) = value.get("error") {
-            return Err(CallError::Rpc {
-                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                message: error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-            });
+        // The core classified the answer already: a result (parsed here) or an error.
+        match envelope.message() {
+            Message::Response(r) => {
+                serde_json::from_str(r.result.as_str()).map_err(|_| CallError::Closed)
+            }
+            Message::Error(e) => Err(CallError::Rpc {
+                code: e.error.code.0,
+                message: e.error.message.into_owned(),
+            }),
+            Message::Request(_) | Message::Notification(_) => Err(CallError::Closed),
         }
-        Ok(value.get("result").cloned().unwrap_or(Value::Null))
     }
 
     /// Sends a notification.
