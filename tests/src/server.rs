@@ -100,8 +100,13 @@ pub struct Harness {
 impl Harness {
     /// A server with `config` and seeded entropy.
     pub fn new(config: Config) -> Self {
+        Self::seeded(config, 1)
+    }
+
+    /// A server with `config` and entropy from `seed`.
+    pub fn seeded(config: Config, seed: u64) -> Self {
         Self {
-            server: Server::new(config, counter_entropy(1)),
+            server: Server::new(config, counter_entropy(seed)),
             now: Instant::now(),
             replies: BTreeMap::new(),
             events: Vec::new(),

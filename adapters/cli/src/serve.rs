@@ -37,6 +37,8 @@ Options:
   --max-sessions N     sessions open at once; more get 503 (default 10000)
   --no-legacy          do not serve GET /sse and POST /messages
   --allow-origin O     accept this Origin (repeatable; default: loopback origins)
+  --shards N           split the sessions between N cores, each behind its own lock
+                       (tokio; default: 4 per CPU, at most 256)
   --conformance        serve the MCP conformance suite's fixture instead of the tools below
   --blocking           serve on a pool of blocking threads (mcpwire-blocking) instead
                        of tokio; the same core and the same tools
@@ -53,6 +55,8 @@ struct Options {
     config: Config,
     conformance: bool,
     blocking: bool,
+    /// `None`: the default, 4 per CPU.
+    shards: Option<usize>,
 }
 
 fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
@@ -63,6 +67,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
     let mut origins = Vec::new();
     let mut conformance = false;
     let mut blocking = false;
+    let mut shards = None;
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -109,11 +114,23 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
                     .map_err(|_| format!("--max-sessions: '{v}' is not a count"))?;
                 config = config.with_max_sessions(n);
             }
+            "--shards" => {
+                let v = value("a count")?;
+                shards = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|n| (1..=256).contains(n))
+                        .ok_or_else(|| format!("--shards: '{v}' is not a count from 1 to 256"))?,
+                );
+            }
             "--allow-origin" => origins.push(value("an origin")?),
             "--conformance" => conformance = true,
             "--blocking" => blocking = true,
             _ => return Err(format!("unknown option '{arg}'")),
         }
+    }
+    if shards.is_some() && blocking {
+        return Err("--shards is for the tokio adapter (the blocking one has one core)".into());
     }
     if conformance && blocking {
         return Err("--conformance is served by the tokio adapter only".into());
@@ -130,6 +147,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
         config,
         conformance,
         blocking,
+        shards,
     }))
 }
 
@@ -234,7 +252,12 @@ async fn run(options: Options) -> ExitCode {
     } else {
         Arc::new(tools())
     };
-    let service = app::mount(
+    let shards = options.shards.unwrap_or_else(|| {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        (cpus * 4).min(256)
+    });
+    let service = app::mount_sharded(
+        shards,
         options.config,
         Box::new(os_entropy),
         Arc::new(Logged(handler)),
@@ -244,12 +267,19 @@ async fn run(options: Options) -> ExitCode {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {
             eprintln!("{PROG}: shutting down");
-            service.with_server(|server, now| server.shutdown(now));
+            for shard in service.shards() {
+                shard.with_server(|server, now| server.shutdown(now));
+            }
             // Every stream was ended and every request answered 503: wait, briefly, until
             // each response has been written out.
             let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-            while service.with_server(|server, _| server.exchange_count()) > 0
-                && tokio::time::Instant::now() < deadline
+            let open = || {
+                service
+                    .shards()
+                    .map(|shard| shard.with_server(|server, _| server.exchange_count()))
+                    .sum::<usize>()
+            };
+            while open() > 0 && tokio::time::Instant::now() < deadline
             {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }

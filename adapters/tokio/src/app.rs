@@ -503,8 +503,24 @@ pub fn mount(
     entropy: Box<dyn mcpwire::Entropy + Send>,
     handler: Arc<dyn Handler>,
 ) -> McpService {
+    mount_sharded(1, config, entropy, handler)
+}
+
+/// As [`mount`], over `shards` cores that split the sessions between them
+/// ([`McpService::sharded`]): one application serves them all (the core numbers every
+/// shard's sessions and requests apart), each answer going to its request's shard.
+///
+/// # Panics
+///
+/// Unless `1 <= shards <= 256`.
+pub fn mount_sharded(
+    shards: usize,
+    config: mcpwire::server::Config,
+    entropy: Box<dyn mcpwire::Entropy + Send>,
+    handler: Arc<dyn Handler>,
+) -> McpService {
     let app = App::new(handler);
-    McpService::with_dispatch(config, entropy, move |service, event| {
+    McpService::sharded(shards, config, entropy, move |service, event| {
         app.dispatch(service, event);
     })
 }

@@ -7,10 +7,16 @@
 //! a channel or, with [`McpService::with_dispatch`], to a sink called in place. Every
 //! status code, header, stream and session decision is the core's.
 //!
-//! One lock guards the core. The connection's own task feeds it the request (head and
+//! One lock guards each core. The connection's own task feeds it the request (head and
 //! body frames under one lock where they have arrived together), pulls the response
 //! frames as hyper asks for them, and, in place, runs the application on the events
 //! its input caused: a request answered at once costs no task switch.
+//!
+//! A service may split its sessions between several cores ([`McpService::sharded`]),
+//! each with its own lock and timer, so that requests of different sessions never wait
+//! for each other: the core says which shard a request head belongs to
+//! ([`mcpwire::server::shard_of`]); one that names no session goes to the next shard in
+//! turn.
 //!
 //! Backpressure: a response body pulls from the core only when hyper asks for the next
 //! frame, so a slow reader leaves its bytes in the core, which bounds them
@@ -20,14 +26,15 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use bytes::Bytes;
 use http_body::{Body, Frame};
 use mcpwire::Entropy;
-use mcpwire::server::{Config, Event, ExchangeId, Server, Transmit};
+use mcpwire::server::{Config, Event, ExchangeId, Server, Transmit, shard_of};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 /// The core and what the adapter keeps per exchange.
@@ -47,8 +54,8 @@ struct Core {
     timer_at: Option<Instant>,
 }
 
-/// The in-place sink of [`McpService::with_dispatch`].
-type Sink = Box<dyn Fn(&McpService, Event) + Send + Sync>;
+/// The in-place sink of [`McpService::with_dispatch`], shared by every shard.
+type Sink = Arc<dyn Fn(&McpService, Event) + Send + Sync>;
 
 thread_local! {
     /// The service whose sink runs on this thread (its address), if any: an input made
@@ -58,6 +65,7 @@ thread_local! {
     static LEFT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// One shard: a core, its lock and its timer.
 struct Shared {
     core: Mutex<Core>,
     /// The in-place sink, for services made by [`McpService::with_dispatch`].
@@ -65,18 +73,44 @@ struct Shared {
     /// Woken when an input may have moved the next deadline earlier, or at shutdown.
     timer: Notify,
     /// Set when the last [`McpService`] handle is gone: the timer task ends.
-    closed: std::sync::atomic::AtomicBool,
+    closed: AtomicBool,
+    /// Every shard of the service, for the handle the sink is given (weak: the handles
+    /// own the router, the router owns the shards).
+    router: OnceLock<Weak<Router>>,
 }
 
-/// Held by every [`McpService`] clone; the last one to go stops the timer task.
-struct Owner(Arc<Shared>);
+/// Every shard of one service, and which one a request goes to.
+struct Router {
+    shards: Box<[Arc<Shared>]>,
+    /// The paths the core routes by.
+    config: Config,
+    /// The shard for the next request that names no session.
+    turn: AtomicUsize,
+}
+
+impl Router {
+    /// The shard `head` belongs to, as the core says; the next in turn if any will do.
+    fn pick(&self, head: &http::request::Parts) -> &Arc<Shared> {
+        let n = self.shards.len();
+        let at = if n == 1 {
+            0
+        } else {
+            shard_of(&self.config, n, head)
+                .unwrap_or_else(|| self.turn.fetch_add(1, Ordering::Relaxed) % n)
+        };
+        &self.shards[at]
+    }
+}
+
+/// Held by every [`McpService`] clone; the last one to go stops the timer tasks.
+struct Owner(Arc<Router>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        self.0
-            .closed
-            .store(true, std::sync::atomic::Ordering::Release);
-        self.0.timer.notify_one();
+        for shard in &self.0.shards {
+            shard.closed.store(true, Ordering::Release);
+            shard.timer.notify_one();
+        }
     }
 }
 
@@ -125,6 +159,21 @@ impl Shared {
         }
     }
 
+    /// The service's router; once every handle is gone (a timer firing late), one of
+    /// this shard alone.
+    fn router(self: &Arc<Self>) -> Arc<Router> {
+        self.router
+            .get()
+            .and_then(Weak::upgrade)
+            .unwrap_or_else(|| {
+                Arc::new(Router {
+                    shards: Box::new([Arc::clone(self)]),
+                    config: self.lock().server.config().clone(),
+                    turn: AtomicUsize::new(0),
+                })
+            })
+    }
+
     /// Whether this thread is inside this service's sink.
     fn dispatching_here(&self) -> bool {
         DISPATCHING.get() == std::ptr::from_ref(self) as usize
@@ -152,6 +201,7 @@ impl Shared {
         };
         let service = McpService {
             shared: Arc::clone(self),
+            router: self.router(),
             _owner: None,
         };
         let outer = DISPATCHING.replace(std::ptr::from_ref(&**self) as usize);
@@ -219,9 +269,16 @@ impl Core {
 }
 
 /// The handle the application and hyper share: clone it freely.
+///
+/// As a service it routes each request to its shard. As a handle on the core
+/// ([`with_server`](Self::with_server)) it acts on one shard: the sink's handle on the
+/// shard of its event, the one [`sharded`](Self::sharded) returns on the first;
+/// [`shards`](Self::shards) gives one per shard.
 #[derive(Clone)]
 pub struct McpService {
+    /// The shard [`with_server`](Self::with_server) acts on.
     shared: Arc<Shared>,
+    router: Arc<Router>,
     /// `None` in the handle the sink is given: it must not keep the service alive.
     _owner: Option<Arc<Owner>>,
 }
@@ -241,7 +298,7 @@ impl McpService {
         entropy: Box<dyn Entropy + Send>,
     ) -> (Self, mpsc::UnboundedReceiver<Event>) {
         let (events, rx) = mpsc::unbounded_channel();
-        (Self::build(config, entropy, Some(events), None), rx)
+        (Self::build(1, config, entropy, Some(events), None), rx)
     }
 
     /// A service whose events are handed to `sink` in place, on the task whose input
@@ -258,37 +315,97 @@ impl McpService {
         entropy: Box<dyn Entropy + Send>,
         sink: impl Fn(&Self, Event) + Send + Sync + 'static,
     ) -> Self {
-        Self::build(config, entropy, None, Some(Box::new(sink)))
+        Self::sharded(1, config, entropy, sink)
+    }
+
+    /// As [`with_dispatch`](Self::with_dispatch), over `shards` cores that split the
+    /// sessions between them (see [`Config::shards`]), each behind its own lock and
+    /// with its own timer task, so that requests of different sessions never wait for
+    /// each other's lock. A request goes to the shard of the session it names, else to
+    /// the next in turn. The shards draw their session ids from `entropy` in turn; the
+    /// `sink` serves them all, and is handed each event with a handle on its shard.
+    ///
+    /// # Panics
+    ///
+    /// Unless `1 <= shards <= 256`.
+    pub fn sharded(
+        shards: usize,
+        config: Config,
+        entropy: Box<dyn Entropy + Send>,
+        sink: impl Fn(&Self, Event) + Send + Sync + 'static,
+    ) -> Self {
+        Self::build(shards, config, entropy, None, Some(Arc::new(sink)))
     }
 
     fn build(
+        count: usize,
         config: Config,
         entropy: Box<dyn Entropy + Send>,
         events: Option<mpsc::UnboundedSender<Event>>,
         sink: Option<Sink>,
     ) -> Self {
-        let shared = Arc::new(Shared {
-            core: Mutex::new(Core {
-                server: Server::new(config, entropy),
-                heads: HashMap::new(),
-                wakers: HashMap::new(),
-                events,
-                timer_at: None,
-            }),
-            sink,
-            timer: Notify::new(),
-            closed: std::sync::atomic::AtomicBool::new(false),
+        let configs = config.clone().shards(count);
+        let shard = |index: usize, entropy: Box<dyn Entropy + Send>| {
+            Arc::new(Shared {
+                core: Mutex::new(Core {
+                    server: Server::new(configs[index].clone(), entropy),
+                    heads: HashMap::new(),
+                    wakers: HashMap::new(),
+                    events: events.clone(),
+                    timer_at: None,
+                }),
+                sink: sink.clone(),
+                timer: Notify::new(),
+                closed: AtomicBool::new(false),
+                router: OnceLock::new(),
+            })
+        };
+        let shards: Box<[Arc<Shared>]> = if count == 1 {
+            Box::new([shard(0, entropy)])
+        } else {
+            // Session ids are rare: one source behind a lock serves every shard.
+            let entropy = Arc::new(Mutex::new(entropy));
+            (0..count)
+                .map(|index| {
+                    let entropy = Arc::clone(&entropy);
+                    let fill = move |dst: &mut [u8]| {
+                        entropy
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .fill(dst);
+                    };
+                    shard(index, Box::new(fill))
+                })
+                .collect()
+        };
+        let router = Arc::new(Router {
+            shards,
+            config,
+            turn: AtomicUsize::new(0),
         });
-        tokio::spawn(timers(Arc::clone(&shared)));
-        let owner = Arc::new(Owner(Arc::clone(&shared)));
+        for shard in &router.shards {
+            let _ = shard.router.set(Arc::downgrade(&router));
+            tokio::spawn(timers(Arc::clone(shard)));
+        }
         Self {
-            shared,
-            _owner: Some(owner),
+            shared: Arc::clone(&router.shards[0]),
+            _owner: Some(Arc::new(Owner(Arc::clone(&router)))),
+            router,
         }
     }
 
-    /// Runs `f` on the core (an application's `respond`, `notify`, `request`), with the
-    /// current time, then hands out what it produced.
+    /// A handle on each shard, in order: what [`with_server`](Self::with_server) on
+    /// every core at once needs (a shutdown, counting exchanges).
+    pub fn shards(&self) -> impl ExactSizeIterator<Item = Self> + '_ {
+        self.router.shards.iter().map(|shard| Self {
+            shared: Arc::clone(shard),
+            router: Arc::clone(&self.router),
+            _owner: self._owner.clone(),
+        })
+    }
+
+    /// Runs `f` on this handle's core (an application's `respond`, `notify`, `request`),
+    /// with the current time, then hands out what it produced.
     pub fn with_server<R>(&self, f: impl FnOnce(&mut Server, Instant) -> R) -> R {
         self.shared.with(f)
     }
@@ -312,7 +429,7 @@ impl McpService {
 
 /// Drives the core's deadlines: sleeps until `poll_timeout`, or until an input moved it.
 async fn timers(shared: Arc<Shared>) {
-    while !shared.closed.load(std::sync::atomic::Ordering::Acquire) {
+    while !shared.closed.load(Ordering::Acquire) {
         // Read and recorded under one lock: an input that moves the deadline earlier
         // after this sees `timer_at` and notifies (a notification before the wait
         // begins is kept as a permit).
@@ -481,9 +598,9 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let shared = Arc::clone(&self.shared);
+        let (parts, body) = request.into_parts();
+        let shared = Arc::clone(self.router.pick(&parts));
         Box::pin(async move {
-            let (parts, body) = request.into_parts();
             let (tx, mut rx) = oneshot::channel();
             let mut body = std::pin::pin!(body);
             // The head, and the body frames already here, go in under one lock (a small

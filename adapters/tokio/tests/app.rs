@@ -23,6 +23,14 @@ struct Signals {
 }
 
 async fn start(signals: Arc<Signals>) -> std::net::SocketAddr {
+    start_sharded(signals, 1).await.0
+}
+
+/// The tools served over `shards` cores; the address and the service.
+async fn start_sharded(
+    signals: Arc<Signals>,
+    shards: usize,
+) -> (std::net::SocketAddr, mcpwire_tokio::server::McpService) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let tools = Tools::new()
@@ -72,9 +80,9 @@ async fn start(signals: Arc<Signals>) -> std::net::SocketAddr {
                 ))
             },
         );
-    let service = app::mount(Config::new(), counter_entropy(21), Arc::new(tools));
-    tokio::spawn(serve(listener, service));
-    addr
+    let service = app::mount_sharded(shards, Config::new(), counter_entropy(21), Arc::new(tools));
+    tokio::spawn(serve(listener, service.clone()));
+    (addr, service)
 }
 
 async fn post(
@@ -281,4 +289,91 @@ async fn http_post_8_an_sse_answer_given_at_once_leaves_with_its_head_and_length
         }
         send.ready().await.unwrap();
     }
+}
+
+/// SESSION-5, HTTP-POST-9, HTTP-DELETE-3 over a sharded service: sessions are minted in
+/// turn by each of its 4 cores, and every later request of a session (its calls, the
+/// client's answer to a server request, DELETE) reaches the core that minted it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_5_a_sharded_service_serves_every_request_of_a_session_from_its_shard() {
+    const SHARDS: usize = 4;
+    let signals = Arc::new(Signals {
+        started: Notify::new(),
+        cancelled: Notify::new(),
+    });
+    let (addr, service) = start_sharded(signals, SHARDS).await;
+    let uri: http::Uri = format!("http://{addr}/mcp").parse().unwrap();
+    let mut clients = Vec::new();
+    for c in 0..2 * SHARDS as u64 {
+        let (client, mut messages) = tokio::time::timeout(
+            Duration::from_secs(5),
+            McpClient::connect(
+                mcpwire::client::Config::new(uri.clone()),
+                counter_entropy(30 + c),
+            ),
+        )
+        .await
+        .expect("connected in time")
+        .expect("connected");
+        let answering = tokio::spawn({
+            let client = client.clone();
+            async move {
+                while let Some(message) = messages.recv().await {
+                    if let ServerMessage::Request(request) = message {
+                        let id = request.id().cloned().expect("a request id");
+                        let text = format!("client {c}");
+                        client
+                            .respond(&id, json!({"content": {"type": "text", "text": text}}))
+                            .unwrap();
+                    }
+                }
+            }
+        });
+        clients.push((client, answering));
+    }
+    // Minted in turn: two sessions on each core.
+    let held: Vec<usize> = service
+        .shards()
+        .map(|shard| shard.with_server(|s, _| s.session_count()))
+        .collect();
+    assert_eq!(held, vec![2; SHARDS]);
+    let calls: Vec<_> = clients
+        .iter()
+        .enumerate()
+        .map(|(c, (client, _))| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let asked = client
+                    .call("tools/call", Some(json!({"name": "ask", "arguments": {}})))
+                    .await
+                    .unwrap();
+                assert_eq!(asked["content"][0]["text"], format!("client {c}"));
+                let text = c.to_string();
+                let echoed = client
+                    .call(
+                        "tools/call",
+                        Some(json!({"name": "echo", "arguments": {"text": text}})),
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(echoed["content"][0]["text"], c.to_string());
+            })
+        })
+        .collect();
+    for call in calls {
+        tokio::time::timeout(Duration::from_secs(10), call)
+            .await
+            .expect("every call answered in time")
+            .expect("every call as expected");
+    }
+    for (client, answering) in clients {
+        client.close().await;
+        answering.abort();
+    }
+    // Every DELETE reached its session's core.
+    let held: usize = service
+        .shards()
+        .map(|shard| shard.with_server(|s, _| s.session_count()))
+        .sum();
+    assert_eq!(held, 0);
 }

@@ -133,8 +133,8 @@ async fn chaos_every_call_gets_exactly_its_one_result() {
             Ok(text_result(a["tag"].as_str().unwrap_or("")))
         },
     );
-    // Mounted in place, as `mcpwire serve` runs it.
-    let service = app::mount(config, counter_entropy(11), Arc::new(tools));
+    // Mounted in place and sharded, as `mcpwire serve` runs it.
+    let service = app::mount_sharded(4, config, counter_entropy(11), Arc::new(tools));
     tokio::spawn(serve(listener, service.clone()));
     let cuts = Arc::new(AtomicU64::new(0));
     let addr = proxy(upstream, 1, 8_192, Arc::clone(&cuts)).await;
@@ -210,8 +210,14 @@ async fn chaos_every_call_gets_exactly_its_one_result() {
     // session to the idle timeout), every exchange ends, every ring goes.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let (idle, exchanges, sessions) =
-            service.with_server(|s, _| (s.is_idle(), s.exchange_count(), s.session_count()));
+        let (idle, exchanges, sessions) = service
+            .shards()
+            .map(|shard| {
+                shard.with_server(|s, _| (s.is_idle(), s.exchange_count(), s.session_count()))
+            })
+            .fold((true, 0, 0), |(i, x, s), (si, sx, ss)| {
+                (i && si, x + sx, s + ss)
+            });
         if idle {
             break;
         }

@@ -1,6 +1,8 @@
 //! [`Config`]: every policy and bound of a [`Server`](super::Server), with defaults safe
 //! for a local server.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::resume::StoreLimits;
@@ -95,6 +97,31 @@ pub struct Config {
     pub(super) polling: Option<Duration>,
     pub(super) linger: Duration,
     pub(super) store: StoreLimits,
+    /// This server's shard and how many there are ([`Config::shards`]).
+    pub(super) shard: (usize, usize),
+    /// The sessions held by every shard of the endpoint, when there are several.
+    pub(super) budget: Option<SessionBudget>,
+}
+
+/// The sessions the shards of one endpoint hold together, so that
+/// [`Config::with_max_sessions`] bounds the endpoint, not each shard.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SessionBudget(Arc<AtomicUsize>);
+
+impl SessionBudget {
+    /// Takes a place for one more session, unless `max` are held.
+    pub(super) fn take(&self, max: usize) -> bool {
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                (held < max).then_some(held + 1)
+            })
+            .is_ok()
+    }
+
+    /// Gives back the place of a session that ended (or was never made).
+    pub(super) fn give_back(&self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Config {
@@ -126,6 +153,8 @@ impl Config {
             polling: None,
             linger: Duration::from_secs(60),
             store: StoreLimits::new(),
+            shard: (0, 1),
+            budget: None,
         }
     }
 
@@ -260,6 +289,56 @@ impl Config {
     /// The event store's bounds (rings, the byte budget, each ring's retention).
     pub fn with_store_limits(mut self, limits: StoreLimits) -> Self {
         self.store = limits;
+        self
+    }
+
+    /// The configurations of `count` servers that split one endpoint's sessions
+    /// between them, each behind its own lock, so that requests of different sessions
+    /// never wait for each other: shard `i` is the `i`th. A driver builds one
+    /// [`Server`](super::Server) from each and hands each request head to the one
+    /// [`shard_of`](super::shard_of) names, or to any when it names none. Call it last:
+    /// the shards' bounds are derived from this configuration's.
+    ///
+    /// Each shard stamps its index into the first byte of the session ids it mints (120
+    /// random bits remain), and numbers its handles apart from every other shard's, so
+    /// [`SessionId`](super::SessionId) and [`RequestHandle`](super::RequestHandle) values
+    /// are unique over all shards. [`with_max_sessions`](Self::with_max_sessions) stays
+    /// exact: the shards count their sessions together, in one shared atomic counter
+    /// (the only state they share). The other whole-endpoint bounds are divided, rounded
+    /// up: [`with_max_server_requests`](Self::with_max_server_requests) and the store's
+    /// rings and bytes; the rest are per session or per connection already.
+    ///
+    /// # Panics
+    ///
+    /// Unless `1 <= count <= 256`: a driver's mistake, not input.
+    pub fn shards(self, count: usize) -> Vec<Self> {
+        assert!((1..=256).contains(&count), "{count} shards: from 1 to 256");
+        let budget = (count > 1).then(SessionBudget::default);
+        (0..count)
+            .map(|index| {
+                let mut shard = self.clone().shard_share(count);
+                shard.shard = (index, count);
+                shard.budget.clone_from(&budget);
+                shard
+            })
+            .collect()
+    }
+
+    /// This server's shard and the number of shards: `(0, 1)` for a server that is not
+    /// one of several ([`shards`](Self::shards)).
+    pub fn shard(&self) -> (usize, usize) {
+        self.shard
+    }
+
+    /// The bounds one of `count` shards keeps: the whole endpoint's, divided.
+    fn shard_share(mut self, count: usize) -> Self {
+        if count > 1 {
+            self.max_server_requests = self.max_server_requests.div_ceil(count);
+            self.store = self
+                .store
+                .with_max_rings(self.store.max_rings().div_ceil(count))
+                .with_max_bytes(self.store.max_bytes().div_ceil(count));
+        }
         self
     }
 }

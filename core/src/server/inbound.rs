@@ -503,13 +503,14 @@ impl Server {
         if self.config.sessions == SessionMode::Stateless {
             return Ok((None, version));
         }
-        if self.sessions.len() >= self.config.max_sessions {
+        if !self.take_session_place() {
             return Err(
                 Refuse::new(StatusCode::SERVICE_UNAVAILABLE, "too many sessions")
                     .code(ErrorCode::INTERNAL_ERROR),
             );
         }
         let Some(s) = self.new_session(now, version, false) else {
+            self.give_back_session_place();
             return Err(no_session_id());
         };
         let e = self.exchanges.get_mut(&x).expect("exchange exists");
@@ -530,6 +531,11 @@ impl Server {
         let (wire, header) = (0..4).find_map(|_| {
             let mut raw = [0u8; 16];
             self.entropy.fill(&mut raw);
+            let (index, count) = self.config.shard;
+            if count > 1 {
+                // The shard's stamp, which `shard_of` reads back (`with_shard`: <= 256).
+                raw[0] = index as u8;
+            }
             let mut hex = String::with_capacity(32);
             for b in raw {
                 hex.push(char::from(HEX[usize::from(b >> 4)]));
@@ -924,7 +930,7 @@ impl Server {
     /// The legacy HTTP+SSE stream: a session of its own, announced by the `endpoint`
     /// event (LEGACY-1, LEGACY-2).
     fn open_legacy(&mut self, now: Instant, x: u64) {
-        if self.sessions.len() >= self.config.max_sessions {
+        if !self.take_session_place() {
             return self.refuse(
                 x,
                 Refuse::new(StatusCode::SERVICE_UNAVAILABLE, "too many sessions")
@@ -932,6 +938,7 @@ impl Server {
             );
         }
         let Some(s) = self.new_session(now, ProtocolVersion::V2024_11_05, true) else {
+            self.give_back_session_place();
             return self.refuse(x, no_session_id());
         };
         let session = self.sessions.get_mut(&s).expect("new session");
@@ -1001,6 +1008,7 @@ impl Server {
         let Some(session) = self.sessions.remove(&s) else {
             return;
         };
+        self.give_back_session_place();
         self.session_ids.remove(&session.wire);
         if let Some(at) = session.idle_timer {
             self.timers.remove(&(at, super::state::Timer::Idle(s)));

@@ -95,6 +95,7 @@ mod ids;
 mod inbound;
 mod outbound;
 mod output;
+mod shard;
 mod state;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -107,6 +108,7 @@ pub use ids::{ExchangeId, RequestHandle, SessionId, StreamId};
 pub use output::{
     CloseReason, Delivery, Era, Event, IncomingRequest, Refusal, SendError, Target, Transmit,
 };
+pub use shard::shard_of;
 
 use crate::Entropy;
 use crate::jsonrpc::{Classifier, Pending, RequestId};
@@ -127,7 +129,8 @@ pub struct Server {
     authorizer: Option<Authorizer>,
     classifier: Classifier,
     store: MemoryStore<u64>,
-    /// One counter for every record, so no two records share a key.
+    /// One counter for every record, so no two records share a key; it counts in steps
+    /// of the shard count from `1 + index`, so no two shards share one either.
     next: u64,
     exchanges: BTreeMap<u64, Exchange>,
     sessions: BTreeMap<u64, Session>,
@@ -167,13 +170,14 @@ impl Server {
         entropy.fill(&mut epoch);
         let store = MemoryStore::new(Epoch::new(u64::from_le_bytes(epoch)), config.store);
         let server_requests = Pending::new(config.max_server_requests);
+        let next = 1 + config.shard.0 as u64;
         Self {
             config,
             entropy,
             authorizer: None,
             classifier: Classifier::default(),
             store,
-            next: 1,
+            next,
             exchanges: BTreeMap::new(),
             sessions: BTreeMap::new(),
             session_ids: BTreeMap::new(),
@@ -380,9 +384,25 @@ impl Server {
         }
     }
 
+    /// Takes a place for one more session: `false` when the endpoint holds its most
+    /// (over all shards, when there are several).
+    fn take_session_place(&self) -> bool {
+        match &self.config.budget {
+            None => self.sessions.len() < self.config.max_sessions,
+            Some(budget) => budget.take(self.config.max_sessions),
+        }
+    }
+
+    /// Gives back the place of a session that ended, or of one not made after all.
+    fn give_back_session_place(&self) {
+        if let Some(budget) = &self.config.budget {
+            budget.give_back();
+        }
+    }
+
     fn id(&mut self) -> u64 {
         let id = self.next;
-        self.next += 1;
+        self.next += self.config.shard.1 as u64;
         id
     }
 
