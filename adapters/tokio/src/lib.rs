@@ -7,13 +7,14 @@
 //! - [`server::McpService`]: the server core ([`mcpwire::server::Server`]) as a tower and
 //!   hyper service; [`server::serve`] accepts on a `TcpListener`. Its events reach the
 //!   application on a channel ([`server::McpService::new`]) or in place, on the task
-//!   whose input caused them ([`server::McpService::with_dispatch`]).
+//!   whose input caused them ([`server::McpService::with_dispatch`]), over one core or
+//!   several that split the sessions between them ([`server::McpService::sharded`]).
 //! - [`client::McpClient`]: the client core over hyper-util's HTTP/1.1 keep-alive pool:
 //!   `connect`, `call`, `notify`, and the server's own messages on a channel.
 //! - [`app`]: a small application layer on the server: a handler per request that can send
 //!   progress and notifications on its stream and sees cancellation, and a typed tool
-//!   table ([`app::Tools`]); [`app::mount`] serves it in place, [`app::run`] from the
-//!   channel.
+//!   table ([`app::Tools`]); [`app::mount`] (or [`app::mount_sharded`]) serves it in
+//!   place, [`app::run`] from the channel.
 //! - SSE readers, below.
 //!
 //! Three ways in, one decoder ([`mcpwire::sse::Decoder`]) behind each, all of them

@@ -31,7 +31,7 @@
 //!   still owes responses (or the GET stream, which owes everything) is resumed with GET
 //!   and `Last-Event-ID` once an id was seen, after the server's `retry` or, when none
 //!   came, a capped exponential backoff with jitter from the injected
-//!   [`Entropy`](crate::Entropy); each stream has a budget of attempts. Without an id a
+//!   [`Entropy`]; each stream has a budget of attempts. Without an id a
 //!   POST stream cannot be resumed: its requests fail with [`RequestError::StreamLost`].
 //!   A refused resume (a gap, §14.3) fails exactly that stream's requests; a 409 (the
 //!   server still holds a connection of the stream that broke on this side, HTTP-GET-9)

@@ -84,10 +84,17 @@
 //! - **Error codes** in refusal bodies follow the TypeScript SDK: -32000 for transport
 //!   refusals, -32001 for an unknown session's 404, -32700 and -32600 for bad JSON and
 //!   bad shapes; a 405 names the allowed methods in `Allow`.
-//! - **Sessions**: ids are 128 bits of the injected [`Entropy`](crate::Entropy), as 32 lowercase hex
+//! - **Sessions**: ids are 128 bits of the injected [`Entropy`], as 32 lowercase hex
 //!   digits (SESSION-2, SESSION-3). A full server answers `initialize` with 503 and
 //!   `Retry-After`. Idle sessions (no open exchange and no request for
 //!   [`Config::with_session_idle`]) expire; their id then gets 404 (SESSION-7).
+//! - **Shards** ([`Config::shards`], [`shard_of`]): one endpoint may be served by several
+//!   servers, each behind its own lock in a threaded driver. A session lives on the shard
+//!   that minted it, whose index is the first byte of its id; everything a session owns
+//!   (streams, the GET stream, resumes, server requests, cancels) is reached through a
+//!   request that names it, so it routes there; a request that names none keeps its
+//!   state in its own exchange and may go to any shard. The shards give every answer an
+//!   unsharded server would, and count their sessions against one bound together.
 
 mod check;
 mod config;
