@@ -56,6 +56,11 @@ fn resume_4_resume_5_resume_9_resume_10_a_polling_close_is_resumed_and_each_mess
 }
 
 #[test]
+fn session_1_max_sessions_bounds_the_sessions_and_one_more_initialize_is_503() {
+    on_both(&["--max-sessions", "1"], wire::max_sessions);
+}
+
+#[test]
 fn http_delete_1_http_delete_3_session_7_delete_ends_the_session_and_its_id_gets_404() {
     on_both(&[], wire::delete);
 }

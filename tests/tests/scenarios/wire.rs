@@ -384,6 +384,31 @@ pub(crate) fn resume_after_polling_close(server: &Server) -> Transcript {
     t
 }
 
+/// SESSION-1, a bounded session table (`--max-sessions 1`): an `initialize` beyond the
+/// bound is 503 with `Retry-After` and mints no session; once the session is deleted,
+/// there is room again.
+pub(crate) fn max_sessions(server: &Server) -> Transcript {
+    let http = server.http();
+    let mut t = Transcript::default();
+    let session = http.initialize();
+    let reply = http.post(None, &initialize(1));
+    t.reply("one session too many", &reply);
+    assert_eq!(reply.header("retry-after"), Some("5"));
+    assert_refused(
+        &reply,
+        503,
+        &refusal(-32603, "too many sessions"),
+        "beyond --max-sessions",
+    );
+    assert_eq!(server.session_count(), 1);
+    assert_eq!(http.delete(&session).status(), 200);
+    let reply = http.post(None, &initialize(2));
+    t.reply("after a DELETE", &reply);
+    assert_eq!(reply.status(), 200, "{}", text(&reply));
+    assert_ne!(reply.header("mcp-session-id"), Some(session.as_str()));
+    t
+}
+
 /// HTTP-DELETE-1, HTTP-DELETE-3, SESSION-7, §14.15: DELETE ends the session (200, no
 /// body) and its open GET stream; afterwards its id gets 404 on POST, GET and DELETE.
 pub(crate) fn delete(server: &Server) -> Transcript {
