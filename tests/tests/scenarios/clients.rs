@@ -203,7 +203,7 @@ fn client_runtime() -> tokio::runtime::Runtime {
         .expect("a runtime")
 }
 
-/// The calls of the resume scenarios, and what each must return.
+/// How many calls each resume scenario makes, one after the other on one session.
 const RESUMED_CALLS: u32 = 2;
 
 /// RESUME-4, RESUME-9, RESUME-11 (`--poll-ms 0 --retry-ms 20`): the server closes every

@@ -326,6 +326,10 @@ pub(crate) fn resume_after_polling_close(server: &Server) -> Transcript {
     let mut t = Transcript::default();
     let retry = Duration::from_millis(20);
     // `initialize`: its answer comes on the POST or, if the close came first, on a resume.
+    // Which one is the adapters' scheduling, not MCP: the tokio adapter runs a handler in
+    // place and answers one that finishes at once before the due close is handled; the
+    // blocking adapter's handler threads answer after it. So what is recorded is what
+    // arrived, wherever it came.
     let reply = http.post(None, &initialize(0));
     let session = reply
         .header("mcp-session-id")
