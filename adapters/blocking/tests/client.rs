@@ -1,10 +1,14 @@
 //! The blocking `McpClient` on 127.0.0.1 against both adapters' servers (this crate's
-//! tiny_http server, and `mcpwire-tokio`'s on a runtime started by the test): the
-//! handshake, a JSON answer, progress before a streamed result, resumes through a
-//! server that closes every stream (SEP-1699 polling), re-initialization after the
-//! server forgot the session, the legacy fallback, DELETE on close, a server→client
-//! request answered with `respond`, pooled connections, and the handshake's timeout. Every call and handshake has a deadline and every server is stopped, so
-//! each test ends by itself.
+//! tiny_http server, and `mcpwire-tokio`'s on a runtime started by the test), for what
+//! is the blocking client's own: re-initialization after the server forgot the session,
+//! the legacy fallback, a server→client request answered with `respond`, pooled
+//! connections, the handshake's timeout, and the read timeout's resume. Every call and
+//! handshake has a deadline and every server is stopped, so each test ends by itself.
+//!
+//! The handshake, a JSON answer, progress before a streamed result, DELETE on close and
+//! resumes through a polling server are in the shared scenario suite
+//! (`tests/tests/adapters.rs`), which runs this client and the tokio one against both
+//! servers serving `mcpwire serve`'s tools.
 
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
@@ -216,87 +220,6 @@ fn progress(messages: &Receiver<ServerMessage>) -> Vec<f64> {
     got
 }
 
-fn session_1_http_post_7_connect_then_echo(adapter: Adapter) {
-    let (_server, uri) = start(adapter, Config::new());
-    let (client, _messages) = connect(uri);
-    assert_eq!(client.version(), ProtocolVersion::V2025_11_25);
-    assert_eq!(client.transport(), Transport::StreamableHttp);
-    assert!(client.session_id().is_some(), "SESSION-1: a session id");
-    for i in 0..3 {
-        let text = format!("hi {i}");
-        let result = tools_call(&client, "echo", json!({ "text": text }), false);
-        assert_eq!(result["content"][0]["text"], text);
-    }
-    // A method the server does not know: its JSON-RPC error, as such.
-    let err = client
-        .call_timeout("no/such/method", None, TIMEOUT)
-        .unwrap_err();
-    assert!(
-        matches!(err, CallError::Rpc { code: -32601, .. }),
-        "{err:?}"
-    );
-    client.close();
-}
-
-#[test]
-fn session_1_http_post_7_connect_then_echo_blocking_server() {
-    session_1_http_post_7_connect_then_echo(Adapter::Blocking);
-}
-
-#[test]
-fn session_1_http_post_7_connect_then_echo_tokio_server() {
-    session_1_http_post_7_connect_then_echo(Adapter::Tokio);
-}
-
-fn http_post_9_progress_before_the_result(adapter: Adapter) {
-    let (_server, uri) = start(adapter, Config::new());
-    let (client, messages) = connect(uri);
-    let result = tools_call(&client, "count", json!({"n": 3}), true);
-    assert_eq!(result["content"][0]["text"], "3");
-    // Dispatched in stream order, before the result reached this thread.
-    assert_eq!(progress(&messages), [1.0, 2.0, 3.0]);
-    client.close();
-}
-
-#[test]
-fn http_post_9_progress_arrives_on_the_channel_before_the_result_blocking_server() {
-    http_post_9_progress_before_the_result(Adapter::Blocking);
-}
-
-#[test]
-fn http_post_9_progress_arrives_on_the_channel_before_the_result_tokio_server() {
-    http_post_9_progress_before_the_result(Adapter::Tokio);
-}
-
-fn resume_9_polling(adapter: Adapter) {
-    let config = Config::new()
-        .with_response_mode(ResponseMode::Sse)
-        .with_polling(Some(Duration::ZERO))
-        .with_retry(Some(Duration::from_millis(20)));
-    let (_server, uri) = start(adapter, config);
-    let (client, messages) = connect(uri);
-    // Every stream is closed right after its priming event: each result can only come
-    // through a GET with `Last-Event-ID` after the 20 ms `retry`.
-    for _ in 0..2 {
-        let result = tools_call(&client, "count", json!({"n": 5}), true);
-        assert_eq!(result["content"][0]["text"], "5");
-        // Resumed with Last-Event-ID (RESUME-4, RESUME-11): nothing lost, nothing twice.
-        assert_eq!(progress(&messages), [1.0, 2.0, 3.0, 4.0, 5.0]);
-    }
-    client.close();
-}
-
-#[test]
-fn resume_9_resume_11_a_polling_server_closes_streams_and_each_message_arrives_once_blocking_server()
- {
-    resume_9_polling(Adapter::Blocking);
-}
-
-#[test]
-fn resume_9_resume_11_a_polling_server_closes_streams_and_each_message_arrives_once_tokio_server() {
-    resume_9_polling(Adapter::Tokio);
-}
-
 fn session_8_reinitialize(adapter: Adapter) {
     // A session with no open exchange is forgotten after 200 ms (SESSION-7).
     let config = Config::new().with_session_idle(Duration::from_millis(200));
@@ -364,32 +287,6 @@ fn legacy_6_a_legacy_only_server_is_reached_by_the_fallback_blocking_server() {
 #[test]
 fn legacy_6_a_legacy_only_server_is_reached_by_the_fallback_tokio_server() {
     legacy_6_fallback(Adapter::Tokio);
-}
-
-fn http_delete_1_close(adapter: Adapter) {
-    let (server, uri) = start(adapter, Config::new());
-    let (client, _messages) = connect(uri);
-    let result = tools_call(&client, "echo", json!({"text": "x"}), false);
-    assert_eq!(result["content"][0]["text"], "x");
-    assert_eq!(server.session_count(), 1);
-    let started = Instant::now();
-    client.close();
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "close waited out"
-    );
-    // The DELETE was answered before `close` returned: the session is gone.
-    assert_eq!(server.session_count(), 0, "HTTP-DELETE-1");
-}
-
-#[test]
-fn http_delete_1_close_sends_delete_and_the_session_ends_blocking_server() {
-    http_delete_1_close(Adapter::Blocking);
-}
-
-#[test]
-fn http_delete_1_close_sends_delete_and_the_session_ends_tokio_server() {
-    http_delete_1_close(Adapter::Tokio);
 }
 
 #[test]

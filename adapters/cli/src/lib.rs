@@ -21,6 +21,13 @@ mod conformance;
 mod decode;
 mod serve;
 
+/// What `mcpwire serve` serves, to run in-process: its configuration for a command line
+/// and its two tools on each adapter. The shared scenario suite (`tests/tests/adapters.rs`)
+/// starts both adapters from these, so it speaks to the very server users run.
+pub mod reference {
+    pub use crate::serve::{blocking_tools, config, tools};
+}
+
 /// The top-level usage text; each subcommand adds its own.
 const USAGE: &str = "\
 mcpwire: the mcpwire protocol core from a terminal

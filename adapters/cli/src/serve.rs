@@ -163,8 +163,26 @@ struct SlowCount {
     delay_ms: u64,
 }
 
-/// The reference tools.
-pub(crate) fn tools() -> Tools {
+/// The [`Config`] `mcpwire serve ARGS` serves with: the options parsed as the command
+/// parses them (`--addr` changes it only for a non-loopback address, which admits any
+/// `Host`; `--blocking` and `--conformance` choose the driver and the handler, not the
+/// configuration).
+///
+/// # Errors
+/// The usage error `mcpwire serve` would print, or a note that `--help` asks for no
+/// server.
+pub fn config<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Config, String> {
+    let args: Vec<OsString> = args.iter().map(|a| a.as_ref().to_owned()).collect();
+    match parse(&args)? {
+        Some(options) => Ok(options.config),
+        None => Err("--help asks for no server".into()),
+    }
+}
+
+/// The reference tools on `mcpwire-tokio`: `echo {text}` returns its text; `slow_count
+/// {n, delay_ms}` sends one `notifications/progress` per step, `delay_ms` apart, when the
+/// request carries a progress token, and then answers its count (`n` at most 10,000).
+pub fn tools() -> Tools {
     Tools::new()
         .with_server_info("mcpwire", env!("CARGO_PKG_VERSION"))
         .with_tool(
@@ -193,8 +211,9 @@ pub(crate) fn tools() -> Tools {
         )
 }
 
-/// The reference tools, for the blocking adapter: the same two, with blocking waits.
-fn blocking_tools() -> mcpwire_blocking::app::Tools {
+/// The reference tools on `mcpwire-blocking`: the same two as [`tools`], with blocking
+/// waits.
+pub fn blocking_tools() -> mcpwire_blocking::app::Tools {
     use mcpwire_blocking::app::{CallError, Tools, text_result};
     Tools::new()
         .with_server_info("mcpwire", env!("CARGO_PKG_VERSION"))

@@ -1,18 +1,26 @@
-//! `mcpwire serve` as a user runs it: the binary on an ephemeral loopback port, spoken to
-//! over plain HTTP/1.0 (so each body ends with its connection). The scenarios run on both
-//! adapters (tokio, and `--blocking`): the same core, so the same answers. The process is
-//! killed at the end of each test, and every read is bounded.
+//! `mcpwire serve` and `mcpwire call` as a user runs them: the binary on an ephemeral
+//! loopback port, its usage errors, `mcpwire call`'s output against it (on both adapters,
+//! tokio and `--blocking`), and Ctrl-C. The process is killed at the end of each test,
+//! and every read is bounded.
+//!
+//! What the server answers on the wire is tested once, for both adapters, by the shared
+//! scenario suite (`tests/tests/adapters.rs`), which starts `mcpwire serve`'s
+//! configuration and tools in-process (`mcpwire_cli::reference`).
 
 mod common;
 
+#[cfg(unix)]
 use std::io::{Read, Write};
+#[cfg(unix)]
 use std::net::TcpStream;
 use std::process::Command;
+#[cfg(unix)]
 use std::time::Duration;
 
 use common::{ADAPTERS, BIN, Server, start, start_on};
 
 /// One request; returns the head (lowercased names) and the body.
+#[cfg(unix)]
 fn request(server: &Server, method: &str, session: Option<&str>, body: &str) -> (String, String) {
     let mut stream = TcpStream::connect(&server.addr).unwrap();
     stream
@@ -36,6 +44,7 @@ fn request(server: &Server, method: &str, session: Option<&str>, body: &str) -> 
 }
 
 /// The status code of a response head.
+#[cfg(unix)]
 fn status(head: &str) -> u16 {
     head.split(' ')
         .nth(1)
@@ -43,6 +52,7 @@ fn status(head: &str) -> u16 {
         .unwrap_or_else(|| panic!("a status line: {head}"))
 }
 
+#[cfg(unix)]
 fn session_of(head: &str) -> String {
     head.lines()
         .find_map(|l| l.strip_prefix("mcp-session-id: "))
@@ -51,98 +61,8 @@ fn session_of(head: &str) -> String {
         .to_owned()
 }
 
+#[cfg(unix)]
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-
-#[test]
-fn serve_answers_initialize_tools_list_echo_and_slow_count_with_progress() {
-    for adapter in ADAPTERS {
-        answers_initialize_tools_list_echo_and_slow_count(&start_on(adapter, &[]));
-    }
-}
-
-fn answers_initialize_tools_list_echo_and_slow_count(server: &Server) {
-    let (head, body) = request(server, "POST", None, INIT);
-    assert_eq!(status(&head), 200, "{head}");
-    assert!(body.contains(r#""protocolVersion":"2025-11-25""#), "{body}");
-    let sid = session_of(&head);
-    let (_, body) = request(
-        server,
-        "POST",
-        Some(&sid),
-        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
-    );
-    assert!(
-        body.contains(r#""name":"echo""#) && body.contains(r#""name":"slow_count""#),
-        "{body}"
-    );
-    let (_, body) = request(
-        server,
-        "POST",
-        Some(&sid),
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi there"}}}"#,
-    );
-    assert!(body.contains(r#""text":"hi there""#), "{body}");
-    let (head, body) = request(
-        server,
-        "POST",
-        Some(&sid),
-        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":3,"delay_ms":5},"_meta":{"progressToken":"p"}}}"#,
-    );
-    assert!(head.contains("content-type: text/event-stream"), "{head}");
-    assert_eq!(body.matches("notifications/progress").count(), 3, "{body}");
-    assert!(body.contains(r#""id":3,"result""#), "{body}");
-    let (head, _) = request(server, "DELETE", Some(&sid), "");
-    assert_eq!(status(&head), 200, "{head}");
-    let (head, _) = request(
-        server,
-        "POST",
-        Some(&sid),
-        r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
-    );
-    assert_eq!(status(&head), 404, "{head}");
-}
-
-#[test]
-fn serve_json_response_mode_answers_slow_count_as_json() {
-    let server = start(&["--json-response"]);
-    let (head, _) = request(&server, "POST", None, INIT);
-    let sid = session_of(&head);
-    let (head, body) = request(
-        &server,
-        "POST",
-        Some(&sid),
-        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow_count","arguments":{"n":2},"_meta":{"progressToken":"p"}}}"#,
-    );
-    assert!(head.contains("content-type: application/json"), "{head}");
-    assert!(body.contains(r#""text":"2""#), "{body}");
-}
-
-/// `--sse-response` streams even a plain echo (HTTP-POST-7, its SSE answer); `--max-sessions`
-/// bounds the sessions, and one more `initialize` gets 503 (SESSION-1, a bounded table).
-#[test]
-fn serve_sse_response_streams_every_answer_and_max_sessions_bounds_sessions() {
-    for adapter in ADAPTERS {
-        sse_response_and_max_sessions(&start_on(
-            adapter,
-            &["--sse-response", "--max-sessions", "1"],
-        ));
-    }
-}
-
-fn sse_response_and_max_sessions(server: &Server) {
-    let (head, _) = request(server, "POST", None, INIT);
-    let sid = session_of(&head);
-    let (head, body) = request(
-        server,
-        "POST",
-        Some(&sid),
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#,
-    );
-    assert!(head.contains("content-type: text/event-stream"), "{head}");
-    assert!(body.contains(r#""text":"hi""#), "{body}");
-    let (head, _) = request(server, "POST", None, INIT);
-    assert_eq!(status(&head), 503, "{head}");
-}
 
 #[test]
 fn serve_rejects_bad_usage() {
