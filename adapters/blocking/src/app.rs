@@ -325,7 +325,7 @@ impl Handler for Tools {
                     .and_then(|p| p.get("name"))
                     .and_then(Value::as_str);
                 let Some(tool) = self.tools.iter().find(|t| Some(t.name.as_str()) == name) else {
-                    return Err(CallError::invalid_params(format!("no tool {name:?}")));
+                    return Err(CallError::invalid_params(unknown_tool(name)));
                 };
                 let arguments = call
                     .params()
@@ -551,4 +551,12 @@ fn answer(driver: &Driver, handle: RequestHandle, result: Result<Value, CallErro
             Err(e) => server.respond_error(now, handle, e.code, &e.message, None),
         };
     });
+}
+
+/// The message for a `tools/call` naming no tool of the table.
+fn unknown_tool(name: Option<&str>) -> String {
+    match name {
+        Some(name) => format!("no tool named {name:?}"),
+        None => "tools/call needs the tool's name in params.name".into(),
+    }
 }

@@ -309,7 +309,7 @@ impl Handler for Tools {
                     .and_then(|p| p.get("name"))
                     .and_then(Value::as_str);
                 let Some(tool) = self.tools.iter().find(|t| Some(t.name.as_str()) == name) else {
-                    let message = format!("no tool {name:?}");
+                    let message = unknown_tool(name);
                     return Box::pin(async move { Err(CallError::invalid_params(message)) });
                 };
                 let arguments = call
@@ -647,5 +647,13 @@ mod tests {
         assert_eq!(*lock(&seen), Some(true), "the handler starts cancelled");
         assert!(lock(&app.early).is_empty());
         assert!(lock(&app.open).is_empty());
+    }
+}
+
+/// The message for a `tools/call` naming no tool of the table.
+fn unknown_tool(name: Option<&str>) -> String {
+    match name {
+        Some(name) => format!("no tool named {name:?}"),
+        None => "tools/call needs the tool's name in params.name".into(),
     }
 }

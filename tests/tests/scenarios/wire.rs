@@ -186,6 +186,10 @@ pub(crate) fn tools_call_json(server: &Server) -> Transcript {
     assert_eq!(reply.status(), 200, "{}", text(&reply));
     assert_eq!(reply.json()["id"], 3);
     assert_eq!(reply.json()["error"]["code"], -32602, "{}", text(&reply));
+    assert_eq!(
+        reply.json()["error"]["message"],
+        "no tool named \"no_such_tool\""
+    );
     t
 }
 
