@@ -265,6 +265,14 @@ impl<R: Read> SseReader<R> {
         Ok(n)
     }
 
+    /// [`read_chunk`](Self::read_chunk), kept out of line: `next` inlines into its
+    /// caller's loop with only the decoder's pull in it, so an item is built where the
+    /// caller uses it, and a read is a call once per read.
+    #[inline(never)]
+    fn read_more(&mut self) -> io::Result<usize> {
+        self.read_chunk()
+    }
+
     /// Makes `buf` a buffer to read into: a spent one that nothing else holds any more,
     /// its bytes still initialised (no zeroing), or else a zeroed one, in the previous
     /// buffer's allocation if nothing else holds it.
@@ -300,6 +308,7 @@ impl<R: Read> SseReader<R> {
 impl<R: Read> Iterator for SseReader<R> {
     type Item = Result<Item, SseError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             match self.poll_item() {
@@ -308,7 +317,7 @@ impl<R: Read> Iterator for SseReader<R> {
                 Ok(None) if self.is_finished() => return None,
                 Ok(None) => {}
             }
-            if let Err(e) = self.read_chunk() {
+            if let Err(e) = self.read_more() {
                 return Some(Err(SseError::Transport(e)));
             }
         }
