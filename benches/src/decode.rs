@@ -5,6 +5,7 @@
 //! with the corpus's [`Expected`](crate::Expected) for that decoder.
 
 use std::convert::Infallible;
+use std::hint::black_box;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
@@ -55,6 +56,29 @@ pub fn sse_reader(input: &[u8], read_size: usize) -> Counts {
             Item::Retry(_) => counts.retries += 1,
         }
     }
+    counts
+}
+
+/// The floor of any decoder fed by a [`std::io::Read`]: [`mcpwire()`] over the same
+/// chunks, each first copied once into `scratch` (reused, at least as long as the
+/// longest chunk), as a `read` call must copy it. The decoder still reads the chunks
+/// themselves, so this is the core's own work plus the copy, nothing of a reader's
+/// bookkeeping.
+///
+/// # Panics
+///
+/// As [`mcpwire()`], and if a chunk is longer than `scratch`.
+pub fn mcpwire_after_copy(chunks: &[Bytes], scratch: &mut [u8]) -> Counts {
+    let mut decoder = Decoder::new(Limits::default());
+    let mut counts = Counts::default();
+    for chunk in chunks {
+        scratch[..chunk.len()].copy_from_slice(chunk);
+        black_box(&mut *scratch);
+        decoder.push(chunk.clone()).unwrap();
+        drain(&mut decoder, &mut counts);
+    }
+    decoder.finish();
+    drain(&mut decoder, &mut counts);
     counts
 }
 
@@ -256,6 +280,16 @@ mod tests {
                     mcpwire_ref(&chunks),
                     expected.mcpwire(),
                     "mcpwire-ref {what}"
+                );
+                assert_eq!(
+                    sse_reader(corpus.bytes(), size),
+                    expected.mcpwire(),
+                    "SseReader {what}"
+                );
+                assert_eq!(
+                    mcpwire_after_copy(&chunks, &mut vec![0; size]),
+                    expected.mcpwire(),
+                    "decoder+copy {what}"
                 );
                 assert_eq!(
                     sse_stream(&chunks),

@@ -39,7 +39,7 @@ use std::fmt;
 use std::io::{self, ErrorKind, Read};
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use mcpwire::sse::{DecodeError, Decoder, Item, ItemRef, Limits};
 
 /// Why [`SseReader`] could not yield an item.
@@ -93,6 +93,14 @@ impl From<DecodeError> for SseError {
 /// that read was. Bytes are read into a [`BytesMut`] and handed to the decoder as frozen
 /// `Bytes` without another copy, so single-line event data is a slice of the read buffer.
 ///
+/// A read buffer is zeroed once, when it is allocated, not before each read: a buffer
+/// that one read filled whole is taken back ([`Bytes::try_into_mut`]), bytes and all, as
+/// soon as neither the decoder nor the caller holds any of it (an item dropped, a last
+/// event ID moved on), and the next read overwrites it. A buffer still shared is never
+/// written to; a new one is allocated instead. The reader holds at most
+/// two such buffers besides the one being filled, each at most
+/// [`read_size`](Self::read_size) bytes.
+///
 /// At end of input (`read` returns 0) the decoder is finished: an unterminated event is
 /// discarded (SSE-PARSE-19) and the iterator ends. `ErrorKind::Interrupted` is retried.
 /// Errors are yielded as items (see [`SseError`]); after a decode error the iteration
@@ -106,8 +114,15 @@ impl From<DecodeError> for SseError {
 pub struct SseReader<R> {
     reader: R,
     decoder: Decoder,
-    /// Zero-filled bytes ready to be read into; a read's bytes are split off its front.
+    /// Initialised bytes ready to be read into; a read's bytes are split off its front.
     buf: BytesMut,
+    /// The last buffer that a read filled whole, pushed to the decoder: taken back for
+    /// reading once nothing else holds it.
+    spent: Option<Bytes>,
+    /// The one before it, kept because it was still held when `spent` was tried: the
+    /// decoder keeps the newest buffer alive for a while when a last event ID or the
+    /// start of an event read in it is a slice of it, until a later one replaces it.
+    held: Option<Bytes>,
     read_size: usize,
 }
 
@@ -126,6 +141,8 @@ impl<R: Read> SseReader<R> {
             reader,
             decoder: Decoder::new(limits),
             buf: BytesMut::new(),
+            spent: None,
+            held: None,
             read_size: Self::DEFAULT_READ_SIZE,
         }
     }
@@ -215,11 +232,10 @@ impl<R: Read> SseReader<R> {
         if self.decoder.is_finished() {
             return Ok(0);
         }
-        // Keep at least a quarter of a read's worth of zeroed space; the rest of the
-        // previous window is reused, so short reads neither re-zero nor reallocate.
+        // Keep at least a quarter of a read's worth of space; the rest of the previous
+        // buffer is reused, so short reads neither re-zero nor reallocate.
         if self.buf.len() < self.read_size.div_ceil(4) {
-            self.buf.clear();
-            self.buf.resize(self.read_size, 0);
+            self.refill();
         }
         let n = loop {
             match self.reader.read(&mut self.buf) {
@@ -230,20 +246,69 @@ impl<R: Read> SseReader<R> {
         };
         if n == 0 {
             self.decoder.finish();
-        } else {
-            // `min` guards against a `Read` impl that reports more than it was given.
-            let n = n.min(self.buf.len());
-            self.decoder.push(self.buf.split_to(n).freeze()).expect(
-                "the decoder is finished only at end of input, and nothing is read after it",
-            );
+            return Ok(0);
         }
+        // `min` guards against a `Read` impl that reports more than it was given.
+        let n = n.min(self.buf.len());
+        let chunk = if n == self.buf.len() {
+            // The read filled the buffer: hand all of it over, and keep a handle to take
+            // it back once the decoder and the caller are done with it.
+            let chunk = std::mem::take(&mut self.buf).freeze();
+            self.spent = Some(chunk.clone());
+            chunk
+        } else {
+            self.buf.split_to(n).freeze()
+        };
+        self.decoder
+            .push(chunk)
+            .expect("the decoder is finished only at end of input, and nothing is read after it");
         Ok(n)
+    }
+
+    /// [`read_chunk`](Self::read_chunk), kept out of line: `next` inlines into its
+    /// caller's loop with only the decoder's pull in it, so an item is built where the
+    /// caller uses it, and a read is a call once per read.
+    #[inline(never)]
+    fn read_more(&mut self) -> io::Result<usize> {
+        self.read_chunk()
+    }
+
+    /// Makes `buf` a buffer to read into: a spent one that nothing else holds any more,
+    /// its bytes still initialised (no zeroing), or else a zeroed one, in the previous
+    /// buffer's allocation if nothing else holds it.
+    fn refill(&mut self) {
+        // `try_into_mut` succeeds only for a unique handle: no item, no decoder state, no
+        // other handle points into the buffer. Its length is what one read filled, so
+        // at least a quarter of a read.
+        if let Some(spent) = self.spent.take() {
+            match spent.try_into_mut() {
+                Ok(buf) => {
+                    self.buf = buf;
+                    return;
+                }
+                // Still held: keep it for next time, and try the one before it, which
+                // is given up if it is still held too.
+                Err(spent) => {
+                    if let Some(Ok(buf)) = self.held.replace(spent).map(Bytes::try_into_mut) {
+                        self.buf = buf;
+                        return;
+                    }
+                }
+            }
+        }
+        self.buf.clear();
+        self.buf.resize(self.read_size, 0);
+        // Make the buffer reference-counted now, once for its lifetime, rather than on
+        // the first clone of each frozen handle: then freezing, cloning and taking it
+        // back allocate nothing.
+        self.buf = self.buf.split();
     }
 }
 
 impl<R: Read> Iterator for SseReader<R> {
     type Item = Result<Item, SseError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             match self.poll_item() {
@@ -252,7 +317,7 @@ impl<R: Read> Iterator for SseReader<R> {
                 Ok(None) if self.is_finished() => return None,
                 Ok(None) => {}
             }
-            if let Err(e) = self.read_chunk() {
+            if let Err(e) = self.read_more() {
                 return Some(Err(SseError::Transport(e)));
             }
         }
@@ -264,6 +329,7 @@ impl<R: Read> std::iter::FusedIterator for SseReader<R> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcpwire::sse::Event;
     use std::collections::VecDeque;
 
     /// What one `read` call of a [`Script`] does.
@@ -474,5 +540,148 @@ mod tests {
         let (a, b) = (a.data().as_ptr(), b.data().as_ptr());
         // Both point into the one read buffer: "two" starts 17 bytes after "zero-copy".
         assert_eq!(b as usize - a as usize, 17);
+    }
+
+    /// Answers each `read` from `input`, at most `max` bytes at a time, and records
+    /// whether the buffer it was given held only zeros, and where it was.
+    struct Spy<'a> {
+        input: &'a [u8],
+        max: usize,
+        zeroed: Vec<bool>,
+        bufs: Vec<usize>,
+    }
+
+    impl<'a> Spy<'a> {
+        fn new(input: &'a [u8]) -> Self {
+            Self {
+                input,
+                max: usize::MAX,
+                zeroed: Vec::new(),
+                bufs: Vec::new(),
+            }
+        }
+    }
+
+    impl Read for Spy<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.zeroed.push(buf.iter().all(|&b| b == 0));
+            self.bufs.push(buf.as_ptr() as usize);
+            let n = buf.len().min(self.max);
+            self.input.read(&mut buf[..n])
+        }
+    }
+
+    /// `blocks` 16-byte events, `data: ` and eight letters each (`a…`, `b…`, …).
+    fn sixteen_byte_events(blocks: usize) -> (Vec<u8>, Vec<String>) {
+        let mut input = Vec::new();
+        let mut data = Vec::new();
+        for i in 0..blocks {
+            let letter = char::from(b'a' + (i % 26) as u8);
+            let value: String = std::iter::repeat_n(letter, 8).collect();
+            input.extend_from_slice(format!("data: {value}\n\n").as_bytes());
+            data.push(value);
+        }
+        assert_eq!(input.len(), 16 * blocks);
+        (input, data)
+    }
+
+    #[test]
+    fn a_buffer_read_whole_is_taken_back_once_nothing_holds_it() {
+        let (input, expected) = sixteen_byte_events(8);
+        let mut reader = SseReader::new(Spy::new(&input)).with_read_size(16);
+        let mut data = Vec::new();
+        for item in reader.by_ref() {
+            let Item::Event(event) = item.unwrap() else {
+                panic!("only events")
+            };
+            // The event (its data a slice of the read buffer) is dropped here.
+            data.push(event.data().to_owned());
+        }
+        assert_eq!(data, expected);
+        let spy = reader.into_inner();
+        // Eight full reads and the one that found the end, all into one buffer, which
+        // was zeroed once: after that each read overwrites the bytes of the one before.
+        assert_eq!(spy.bufs.len(), 9);
+        assert!(spy.bufs.iter().all(|&b| b == spy.bufs[0]), "{:?}", spy.bufs);
+        assert!(spy.zeroed[0]);
+        assert!(spy.zeroed[1..].iter().all(|&z| !z), "{:?}", spy.zeroed);
+    }
+
+    #[test]
+    fn a_buffer_still_held_by_an_item_is_never_written_to() {
+        let (input, expected) = sixteen_byte_events(40);
+        let reader = SseReader::new(&input[..]).with_read_size(16);
+        // Every event is kept, so no read buffer can be taken back.
+        let events: Vec<Event> = reader
+            .map(|item| match item.unwrap() {
+                Item::Event(event) => event,
+                other => panic!("only events: {other:?}"),
+            })
+            .collect();
+        let data: Vec<&str> = events.iter().map(Event::data).collect();
+        assert_eq!(data, expected);
+        let mut at: Vec<usize> = events.iter().map(|e| e.data().as_ptr() as usize).collect();
+        at.sort_unstable();
+        at.dedup();
+        assert_eq!(at.len(), 40, "each event in a buffer of its own");
+    }
+
+    #[test]
+    fn sse_parse_14_last_event_id_kept_alive_while_buffers_are_reused() {
+        // Each 16-byte read holds an `id`: the decoder keeps the last event ID as a slice
+        // of the newest buffer, so that one is held while the one before it is reused.
+        let mut input = Vec::new();
+        for i in 0..60 {
+            input.extend_from_slice(format!("id:{:02}\ndata:xyz\n\n", i % 100).as_bytes());
+        }
+        assert_eq!(input.len(), 16 * 60);
+        let mut reader = SseReader::new(Spy::new(&input)).with_read_size(16);
+        let mut ids = Vec::new();
+        while let Some(item) = reader.next() {
+            let Item::Event(event) = item.unwrap() else {
+                panic!("only events")
+            };
+            assert_eq!(event.data(), "xyz");
+            ids.push(event.id().to_owned());
+            assert_eq!(reader.last_event_id(), event.id());
+        }
+        let expected: Vec<String> = (0..60).map(|i| format!("{i:02}")).collect();
+        assert_eq!(ids, expected);
+        assert_eq!(reader.last_event_id(), "59");
+        let mut bufs = reader.into_inner().bufs;
+        bufs.sort_unstable();
+        bufs.dedup();
+        // Two buffers in turn: each read goes into the one the last event ID left.
+        assert_eq!(bufs.len(), 2, "61 reads into {} buffers", bufs.len());
+    }
+
+    #[test]
+    fn short_reads_fill_one_buffer_and_the_read_that_ends_it_hands_it_back() {
+        // Reads of 8 bytes into 16-byte buffers: the first read takes the front half of a
+        // zeroed buffer, the second fills the rest and so ends it; once the decoder is
+        // done with both halves, the back half (its length is a read's) is read into
+        // again, without zeroing, for the rest of the stream.
+        let (input, expected) = sixteen_byte_events(4);
+        let mut spy = Spy::new(&input);
+        spy.max = 8;
+        let mut reader = SseReader::new(spy).with_read_size(16);
+        let mut data = Vec::new();
+        for item in reader.by_ref() {
+            let Item::Event(event) = item.unwrap() else {
+                panic!("only events")
+            };
+            data.push(event.data().to_owned());
+        }
+        assert_eq!(data, expected);
+        let spy = reader.into_inner();
+        let base = spy.bufs[0];
+        assert_eq!(spy.bufs.len(), 9);
+        assert!(
+            spy.bufs[1..].iter().all(|&b| b == base + 8),
+            "{:?}",
+            spy.bufs
+        );
+        assert_eq!(&spy.zeroed[..2], [true, true]);
+        assert!(spy.zeroed[2..].iter().all(|&z| !z), "{:?}", spy.zeroed);
     }
 }
