@@ -565,6 +565,14 @@ fn answer(service: &McpService, handle: RequestHandle, result: Result<Value, Cal
     });
 }
 
+/// The message for a `tools/call` naming no tool of the table.
+fn unknown_tool(name: Option<&str>) -> String {
+    match name {
+        Some(name) => format!("no tool named {name:?}"),
+        None => "tools/call needs the tool's name in params.name".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -647,13 +655,5 @@ mod tests {
         assert_eq!(*lock(&seen), Some(true), "the handler starts cancelled");
         assert!(lock(&app.early).is_empty());
         assert!(lock(&app.open).is_empty());
-    }
-}
-
-/// The message for a `tools/call` naming no tool of the table.
-fn unknown_tool(name: Option<&str>) -> String {
-    match name {
-        Some(name) => format!("no tool named {name:?}"),
-        None => "tools/call needs the tool's name in params.name".into(),
     }
 }
