@@ -378,7 +378,8 @@ async fn drive(
                             let _ = tx.send(Ok(()));
                         }
                         None => {
-                            let _ = messages.send(ServerMessage::Reconnected { version, transport });
+                            let _ =
+                                messages.send(ServerMessage::Reconnected { version, transport });
                         }
                     }
                 }
