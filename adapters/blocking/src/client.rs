@@ -8,7 +8,9 @@
 //! [`McpClient::call`] and the messages on the receiver [`McpClient::connect`] returns.
 //! The handshake and its timeout ([`Config::with_connect_timeout`]), resumes after a
 //! `retry` with `Last-Event-ID`, re-initialization after a 404, and the legacy fallback
-//! all happen inside the core.
+//! all happen inside the core; what the application must react to (an expired session,
+//! a re-initialization, a GET stream that could not be resumed) comes on that receiver
+//! too, as [`ServerMessage`]s.
 //!
 //! # Example
 //!
@@ -125,14 +127,64 @@ impl From<ClientError> for CallError {
     }
 }
 
-/// A message the server sent on its own: a notification or a server→client request
-/// (answer it with [`McpClient::respond`]).
+/// What the server sent on its own (a notification, a server→client request), and what
+/// became of the session and of its standalone GET stream, on the receiver
+/// [`McpClient::connect`] returns, in the order the client core reported them.
+///
+/// The lifecycle variants are the core's events, forwarded: the adapter decides nothing.
+/// [`SessionExpired`](Self::SessionExpired) and [`StreamReset`](Self::StreamReset) say
+/// that the server forgot something the application may have set up or missed, so the
+/// application can do it again.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ServerMessage {
     /// A notification (progress, logging, list changes, …).
     Notification(Envelope),
-    /// A request.
+    /// A server→client request: answer it with [`McpClient::respond`].
     Request(Envelope),
+    /// The server ended the session: a request that carried its id was answered 404
+    /// (SESSION-8), or, on the legacy transport, the session's stream ended.
+    ///
+    /// Every call in flight when it ended was answered with
+    /// `Err(CallError::Request(RequestError::SessionExpired))` before this was sent (the
+    /// threads blocked in those calls are woken with it); the messages before this one
+    /// came from the ended session.
+    ///
+    /// With [`Config::with_reinitialize`] the client initializes a new session at once,
+    /// and exactly one of [`Reconnected`](Self::Reconnected) and
+    /// [`ReconnectFailed`](Self::ReconnectFailed) follows (unless the application closes
+    /// the client first). Calls made after the session ended wait for that handshake
+    /// and go out on the new session as soon as it is initialized, possibly before
+    /// `Reconnected` is received. The new session knows nothing of the old one
+    /// (subscriptions, the log level, anything the application set up): do that again
+    /// on `Reconnected`. Without re-initialization the client is closed: later calls
+    /// fail with [`CallError::Closed`].
+    SessionExpired,
+    /// A new session was initialized after [`SessionExpired`](Self::SessionExpired)
+    /// (never for the handshake of [`McpClient::connect`]). [`McpClient::version`] and
+    /// [`McpClient::transport`] return these from now on.
+    #[non_exhaustive]
+    Reconnected {
+        /// The revision negotiated with the new session.
+        version: ProtocolVersion,
+        /// The transport the new session uses.
+        transport: Transport,
+    },
+    /// The re-initialization after [`SessionExpired`](Self::SessionExpired) failed, with
+    /// the error [`McpClient::connect`] would have returned; the client is closed. The
+    /// calls that waited for it were answered with
+    /// `Err(CallError::Request(RequestError::Closed))` before this was sent; later calls
+    /// fail with [`CallError::Closed`].
+    ReconnectFailed(RequestError),
+    /// The standalone GET stream broke and could not be resumed: the server refused the
+    /// resume (`RequestError::ResumeFailed` with its status, e.g. 400 when the events
+    /// after the last id received are no longer retained), or the attempts ran out
+    /// (`ResumeFailed` with status 0). Server messages sent on it since the last one
+    /// received may be lost: re-sync what depends on them (list resources, tools or
+    /// prompts again, …). The session goes on; the client opens a fresh GET stream after
+    /// a backoff, and what that stream carries arrives after this. (A POST stream that
+    /// cannot be resumed fails its own calls instead.)
+    StreamReset(RequestError),
 }
 
 /// How the adapter runs its exchanges.
@@ -195,7 +247,8 @@ impl ClientOptions {
 }
 
 type Waiter = SyncSender<Result<Envelope, CallError>>;
-type Connected = SyncSender<Result<(ProtocolVersion, Transport), RequestError>>;
+/// The outcome of the first handshake (the negotiated revision is in `State`).
+type Connected = SyncSender<Result<(), RequestError>>;
 
 /// One exchange thread's handle, for an abort.
 struct Running {
@@ -210,6 +263,8 @@ struct State {
     waiters: HashMap<RequestId, Waiter>,
     messages: Sender<ServerMessage>,
     connected: Option<Connected>,
+    /// What the latest handshake negotiated; set before the handshake is reported.
+    negotiated: (ProtocolVersion, Transport),
     running: HashMap<ExchangeId, Running>,
     /// Requests waiting for a free exchange thread.
     queued: VecDeque<(ExchangeId, http::request::Parts, Bytes)>,
@@ -348,17 +403,36 @@ impl Shared {
 /// An event of the core, to the one waiting for it.
 fn dispatch(state: &mut State, event: Event) {
     match event {
+        // The first handshake's outcome goes to `connect`; a later one is a
+        // re-initialization's, after `SessionExpired`.
         Event::Connected {
             version, transport, ..
         } => {
-            if let Some(tx) = state.connected.take() {
-                let _ = tx.try_send(Ok((version, transport)));
+            state.negotiated = (version, transport);
+            match state.connected.take() {
+                Some(tx) => {
+                    let _ = tx.try_send(Ok(()));
+                }
+                None => {
+                    let _ = state
+                        .messages
+                        .send(ServerMessage::Reconnected { version, transport });
+                }
             }
         }
-        Event::ConnectFailed(e) => {
-            if let Some(tx) = state.connected.take() {
+        Event::ConnectFailed(e) => match state.connected.take() {
+            Some(tx) => {
                 let _ = tx.try_send(Err(e));
             }
+            None => {
+                let _ = state.messages.send(ServerMessage::ReconnectFailed(e));
+            }
+        },
+        Event::SessionExpired => {
+            let _ = state.messages.send(ServerMessage::SessionExpired);
+        }
+        Event::StreamReset { error } => {
+            let _ = state.messages.send(ServerMessage::StreamReset(error));
         }
         Event::Response(m) => {
             if let Some(tx) = m.id().and_then(|id| state.waiters.remove(id)) {
@@ -511,23 +585,22 @@ impl Drop for Guard {
 pub struct McpClient {
     shared: Arc<Shared>,
     _guard: Arc<Guard>,
-    version: ProtocolVersion,
-    transport: Transport,
 }
 
 impl std::fmt::Debug for McpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpClient")
-            .field("version", &self.version)
-            .field("transport", &self.transport)
+            .field("version", &self.version())
+            .field("transport", &self.transport())
             .finish_non_exhaustive()
     }
 }
 
 impl McpClient {
     /// Connects: runs the handshake (with the legacy fallback when the server needs it)
-    /// and returns the client and the server's own messages. Blocks until the core
-    /// reports the handshake's outcome (at most the config's connect timeout).
+    /// and returns the client and the server's own messages, with what becomes of the
+    /// session ([`ServerMessage`]). Blocks until the core reports the handshake's
+    /// outcome (at most the config's connect timeout).
     ///
     /// # Errors
     /// The handshake's [`RequestError`] (refused, unauthorized, timed out, …).
@@ -561,6 +634,11 @@ impl McpClient {
                 waiters: HashMap::new(),
                 messages,
                 connected: Some(connected_tx),
+                // Replaced by `dispatch` before `connected` reports the handshake.
+                negotiated: (
+                    ProtocolVersion::LATEST_WITH_INITIALIZE,
+                    Transport::StreamableHttp,
+                ),
                 running: HashMap::new(),
                 queued: VecDeque::new(),
                 closed: false,
@@ -579,12 +657,10 @@ impl McpClient {
             .map_err(|e| RequestError::BadResponse(format!("no timer thread: {e}")))?;
         shared.with(|state, now| state.core.connect(now));
         match connected_rx.recv() {
-            Ok(Ok((version, transport))) => Ok((
+            Ok(Ok(())) => Ok((
                 Self {
                     shared,
                     _guard: guard,
-                    version,
-                    transport,
                 },
                 rx,
             )),
@@ -593,14 +669,15 @@ impl McpClient {
         }
     }
 
-    /// The negotiated revision.
+    /// The negotiated revision: the handshake's of [`connect`](Self::connect), or, after
+    /// a re-initialization, the one [`ServerMessage::Reconnected`] reported.
     pub fn version(&self) -> ProtocolVersion {
-        self.version
+        self.shared.lock().negotiated.0
     }
 
-    /// The transport in use.
+    /// The transport in use (as [`version`](Self::version), the latest handshake's).
     pub fn transport(&self) -> Transport {
-        self.transport
+        self.shared.lock().negotiated.1
     }
 
     /// The `Mcp-Session-Id` the server issued, if any (it changes after a

@@ -1,9 +1,11 @@
 //! The blocking `McpClient` on 127.0.0.1 against both adapters' servers (this crate's
 //! tiny_http server, and `mcpwire-tokio`'s on a runtime started by the test), for what
 //! is the blocking client's own: re-initialization after the server forgot the session,
-//! the legacy fallback, a server→client request answered with `respond`, pooled
-//! connections, the handshake's timeout, and the read timeout's resume. Every call and
-//! handshake has a deadline and every server is stopped, so each test ends by itself.
+//! the lifecycle messages the application sees (the expiry, the new session, a refused
+//! re-initialization, a GET stream that could not be resumed), the legacy fallback, a
+//! server→client request answered with `respond`, pooled connections, the handshake's
+//! timeout, and the read timeout's resume. Every call, handshake and wait has a deadline
+//! and every server is stopped, so each test ends by itself.
 //!
 //! The handshake, a JSON answer, progress before a streamed result, DELETE on close and
 //! resumes through a polling server are in the shared scenario suite
@@ -11,14 +13,16 @@
 //! servers serving `mcpwire serve`'s tools.
 
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpwire::ProtocolVersion;
 use mcpwire::client::{self, RequestError, Transport};
-use mcpwire::server::{Config, LegacyPaths, ResponseMode};
+use mcpwire::jsonrpc::RawJson;
+use mcpwire::resume::{RingLimits, StoreLimits};
+use mcpwire::server::{Config, LegacyPaths, ResponseMode, SessionId, Target};
 use mcpwire_blocking::client::{CallError, ClientOptions, McpClient, ServerMessage};
 use mcpwire_tests::server::counter_entropy;
 use serde_json::{Value, json};
@@ -32,7 +36,79 @@ enum Adapter {
 }
 
 /// A running server of either adapter; dropping it stops it.
-enum Server {
+struct Server {
+    inner: Inner,
+    /// The sessions whose `notifications/initialized` the server took, in order.
+    initialized: Initialized,
+}
+
+type Initialized = Arc<Mutex<Vec<SessionId>>>;
+
+/// A tool table that also records, in [`Server::initialized`], each session whose
+/// `notifications/initialized` the server took.
+struct Watched<T> {
+    tools: T,
+    initialized: Initialized,
+}
+
+impl<T> Watched<T> {
+    fn record(&self, event: &mcpwire::server::Event) {
+        if let mcpwire::server::Event::Notification {
+            session: Some(session),
+            message,
+        } = event
+            && message.method() == Some("notifications/initialized")
+        {
+            self.initialized.lock().unwrap().push(*session);
+        }
+    }
+}
+
+impl mcpwire_blocking::app::Handler for Watched<mcpwire_blocking::app::Tools> {
+    fn server_info(&self) -> Value {
+        self.tools.server_info()
+    }
+
+    fn capabilities(&self) -> Value {
+        self.tools.capabilities()
+    }
+
+    fn observe(&self, event: &mcpwire::server::Event) {
+        self.record(event);
+        self.tools.observe(event);
+    }
+
+    fn call(
+        &self,
+        call: &mcpwire_blocking::app::Call,
+    ) -> Result<Value, mcpwire_blocking::app::CallError> {
+        self.tools.call(call)
+    }
+}
+
+impl mcpwire_tokio::app::Handler for Watched<mcpwire_tokio::app::Tools> {
+    fn server_info(&self) -> Value {
+        self.tools.server_info()
+    }
+
+    fn capabilities(&self) -> Value {
+        self.tools.capabilities()
+    }
+
+    fn observe(&self, event: &mcpwire::server::Event) {
+        self.record(event);
+        self.tools.observe(event);
+    }
+
+    fn call(
+        &self,
+        call: mcpwire_tokio::app::Call,
+    ) -> mcpwire_tokio::app::BoxFuture<Result<Value, mcpwire_tokio::app::CallError>> {
+        self.tools.call(call)
+    }
+}
+
+enum Inner {
     Blocking(Option<mcpwire_blocking::server::Handle>),
     Tokio {
         /// Dropped with the server: it stops the service's tasks.
@@ -42,17 +118,36 @@ enum Server {
 }
 
 impl Server {
+    fn with_server<R>(&self, f: impl FnOnce(&mut mcpwire::server::Server, Instant) -> R) -> R {
+        match &self.inner {
+            Inner::Blocking(h) => h.as_ref().unwrap().with_server(f),
+            Inner::Tokio { service, .. } => service.with_server(f),
+        }
+    }
+
     fn session_count(&self) -> usize {
-        match self {
-            Self::Blocking(h) => h.as_ref().unwrap().with_server(|s, _| s.session_count()),
-            Self::Tokio { service, .. } => service.with_server(|s, _| s.session_count()),
+        self.with_server(|s, _| s.session_count())
+    }
+
+    /// The `n`th session (from 1) whose `notifications/initialized` the server took,
+    /// once it did. The client sends that notification and its first requests on
+    /// separate exchanges, so it may arrive after them: a test that ends the session
+    /// waits for it, or it may be the request that meets the 404.
+    fn initialized(&self, n: usize) -> SessionId {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(s) = self.initialized.lock().unwrap().get(n - 1) {
+                return *s;
+            }
+            assert!(Instant::now() < deadline, "session {n} never initialized");
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Self::Blocking(h) = self
+        if let Inner::Blocking(h) = &mut self.inner
             && let Some(h) = h.take()
         {
             h.shutdown(Duration::from_secs(2));
@@ -71,7 +166,8 @@ fn ask_params() -> Value {
 /// default, apart),
 /// then answers `n`; `ask` asks the client for a name (elicitation) and returns it.
 fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
-    match adapter {
+    let initialized = Initialized::default();
+    let (inner, uri) = match adapter {
         Adapter::Blocking => {
             use mcpwire_blocking::app::{Call, Tools, text_result};
             use mcpwire_blocking::server::{ServeOptions, serve};
@@ -119,12 +215,15 @@ fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
                 listener,
                 config,
                 counter_entropy(5),
-                Arc::new(tools),
+                Arc::new(Watched {
+                    tools,
+                    initialized: Arc::clone(&initialized),
+                }),
                 options,
             )
             .unwrap();
             (
-                Server::Blocking(Some(handle)),
+                Inner::Blocking(Some(handle)),
                 format!("http://{addr}/mcp").parse().unwrap(),
             )
         }
@@ -170,7 +269,11 @@ fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
             // `mount` spawns the service's driver task: inside the runtime.
             let service = {
                 let _runtime = rt.enter();
-                app::mount(config, counter_entropy(5), Arc::new(tools))
+                let handler = Watched {
+                    tools,
+                    initialized: Arc::clone(&initialized),
+                };
+                app::mount(config, counter_entropy(5), Arc::new(handler))
             };
             let listener = rt
                 .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -178,14 +281,15 @@ fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
             let addr = listener.local_addr().unwrap();
             rt.spawn(mcpwire_tokio::server::serve(listener, service.clone()));
             (
-                Server::Tokio {
+                Inner::Tokio {
                     _runtime: rt,
                     service,
                 },
                 format!("http://{addr}/mcp").parse().unwrap(),
             )
         }
-    }
+    };
+    (Server { inner, initialized }, uri)
 }
 
 fn connect_with(config: client::Config) -> (McpClient, Receiver<ServerMessage>) {
@@ -459,4 +563,216 @@ fn resume_4_the_read_timeout_breaks_a_quiet_stream_and_the_core_resumes_it_block
 #[test]
 fn resume_4_the_read_timeout_breaks_a_quiet_stream_and_the_core_resumes_it_tokio_server() {
     read_timeout_resumes(Adapter::Tokio);
+}
+
+/// The next message that is not a notification (those before it are dropped).
+fn next_lifecycle(messages: &Receiver<ServerMessage>) -> ServerMessage {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match messages.recv_timeout(left) {
+            Ok(ServerMessage::Notification(_)) => {}
+            Ok(m) => return m,
+            Err(e) => panic!("no lifecycle message in time: {e:?}"),
+        }
+    }
+}
+
+/// Asserts that the channel holds nothing but notifications now.
+fn no_lifecycle(messages: &Receiver<ServerMessage>) {
+    for m in messages.try_iter() {
+        assert!(matches!(m, ServerMessage::Notification(_)), "{m:?}");
+    }
+}
+
+/// `params.data` of the next message, which must be a notification.
+fn next_data(messages: &Receiver<ServerMessage>) -> String {
+    match messages.recv_timeout(TIMEOUT) {
+        Ok(ServerMessage::Notification(n)) => {
+            let v: Value = serde_json::from_str(n.text().as_str()).unwrap();
+            v["params"]["data"].as_str().unwrap().to_owned()
+        }
+        other => panic!("a notification: {other:?}"),
+    }
+}
+
+/// A log message with `data` on `session`'s GET stream.
+fn notify_session(s: &mut mcpwire::server::Server, now: Instant, session: SessionId, data: &str) {
+    let params = json!({"level": "info", "data": data}).to_string();
+    let raw = RawJson::new(&params).unwrap();
+    s.notify(
+        now,
+        Target::Session(session),
+        "notifications/message",
+        Some(&raw),
+    )
+    .expect("taken by the server");
+}
+
+fn session_8_expiry_then_reconnected(adapter: Adapter) {
+    // Priming events carry a 20 ms `retry`: the streams the server ends are resumed at
+    // once, and the resume meets the 404.
+    let config = Config::new().with_retry(Some(Duration::from_millis(20)));
+    let (server, uri) = start(adapter, config);
+    let (client, messages) = connect_with(
+        client::Config::new(uri)
+            .with_reinitialize(true)
+            .with_backoff(Duration::from_millis(20), Duration::from_millis(100), 5),
+    );
+    let first = server.initialized(1);
+    // The handshake of `connect` is no `Reconnected`.
+    no_lifecycle(&messages);
+    // A call in flight on its SSE stream: its first progress arrived.
+    let caller = {
+        let client = client.clone();
+        let params = json!({
+            "name": "count",
+            "arguments": {"n": 40, "delay_ms": 25},
+            "_meta": {"progressToken": "t"},
+        });
+        std::thread::spawn(move || client.call_timeout("tools/call", Some(params), TIMEOUT))
+    };
+    match messages.recv_timeout(TIMEOUT) {
+        Ok(ServerMessage::Notification(_)) => {}
+        other => panic!("the call's progress: {other:?}"),
+    }
+    assert!(server.with_server(|s, now| s.close_session(now, first)));
+    let m = next_lifecycle(&messages);
+    assert!(matches!(m, ServerMessage::SessionExpired), "{m:?}");
+    // The call in flight failed; the core dispatched that before `SessionExpired`.
+    let outcome = caller.join().unwrap();
+    assert_eq!(
+        outcome.unwrap_err(),
+        CallError::Request(RequestError::SessionExpired)
+    );
+    let m = next_lifecycle(&messages);
+    let ServerMessage::Reconnected {
+        version, transport, ..
+    } = m
+    else {
+        panic!("Reconnected: {m:?}");
+    };
+    assert_eq!(version, ProtocolVersion::V2025_11_25);
+    assert_eq!(transport, Transport::StreamableHttp);
+    assert_eq!(client.version(), version);
+    // The next calls go to a new session.
+    let result = tools_call(&client, "echo", json!({"text": "after"}), false);
+    assert_eq!(result["content"][0]["text"], "after");
+    assert_ne!(server.initialized(2), first);
+    no_lifecycle(&messages);
+    client.close();
+}
+
+/// The application sees the server end the session (after the call in flight failed),
+/// then the new session, on which calls succeed.
+#[test]
+fn session_8_the_application_sees_the_expiry_then_the_new_session_blocking_server() {
+    session_8_expiry_then_reconnected(Adapter::Blocking);
+}
+
+#[test]
+fn session_8_the_application_sees_the_expiry_then_the_new_session_tokio_server() {
+    session_8_expiry_then_reconnected(Adapter::Tokio);
+}
+
+fn session_8_reconnect_failed(adapter: Adapter) {
+    let config = Config::new().with_max_sessions(1);
+    let (server, uri) = start(adapter, config);
+    let (client, messages) = connect_with(
+        client::Config::new(uri.clone())
+            .with_get_stream(false)
+            .with_reinitialize(true),
+    );
+    let session = server.initialized(1);
+    assert!(server.with_server(|s, now| s.close_session(now, session)));
+    // Another client takes the one place: the re-initialization will find the server
+    // full (503).
+    let (other, _other_messages) = connect_with(client::Config::new(uri).with_get_stream(false));
+    let err = client
+        .call_timeout("tools/list", None, TIMEOUT)
+        .unwrap_err();
+    assert_eq!(err, CallError::Request(RequestError::SessionExpired));
+    let m = next_lifecycle(&messages);
+    assert!(matches!(m, ServerMessage::SessionExpired), "{m:?}");
+    let m = next_lifecycle(&messages);
+    assert!(
+        matches!(
+            m,
+            ServerMessage::ReconnectFailed(RequestError::Http { status: 503, .. })
+        ),
+        "{m:?}"
+    );
+    let err = client
+        .call_timeout("tools/list", None, TIMEOUT)
+        .unwrap_err();
+    assert_eq!(err, CallError::Closed);
+    other.close();
+    client.close();
+}
+
+/// A re-initialization the server refuses is reported, and the client is closed.
+#[test]
+fn session_8_a_refused_re_initialization_is_reported_blocking_server() {
+    session_8_reconnect_failed(Adapter::Blocking);
+}
+
+#[test]
+fn session_8_a_refused_re_initialization_is_reported_tokio_server() {
+    session_8_reconnect_failed(Adapter::Tokio);
+}
+
+fn stream_reset(adapter: Adapter) {
+    // No frame is retained for replay, so a resume from any id but the newest is a gap
+    // (§14.2); a connection that has an unsent byte when the next frame comes is ended;
+    // no heartbeat writes in between.
+    let config = Config::new()
+        .with_retry(Some(Duration::from_millis(20)))
+        .with_heartbeat(None)
+        .with_max_unsent(0)
+        .with_store_limits(StoreLimits::new().with_ring(RingLimits::new().with_max_events(0)));
+    let (server, uri) = start(adapter, config);
+    let (client, messages) = connect_with(client::Config::new(uri).with_backoff(
+        Duration::from_millis(20),
+        Duration::from_millis(100),
+        5,
+    ));
+    let session = server.initialized(1);
+    // Once this arrived, the GET stream is connected and its connection took every
+    // frame it was handed.
+    server.with_server(|s, now| notify_session(s, now, session, "probe"));
+    assert_eq!(next_data(&messages), "probe");
+    // In one step of the server: the first frame is queued on the connection, the
+    // second finds it behind and ends it, so the client sees neither. Its resume after
+    // the probe's id is refused: neither frame was retained.
+    server.with_server(|s, now| {
+        notify_session(s, now, session, "one");
+        notify_session(s, now, session, "two");
+    });
+    let m = messages.recv_timeout(TIMEOUT).expect("a message");
+    let ServerMessage::StreamReset(RequestError::ResumeFailed { status, message }) = m else {
+        panic!("StreamReset: {m:?}");
+    };
+    assert_eq!(status, 400);
+    assert_eq!(message, "events after Last-Event-ID are no longer retained");
+    // The fresh GET stream gets what no connection was handed (§14.12), after the reset.
+    assert_eq!(next_data(&messages), "one");
+    assert_eq!(next_data(&messages), "two");
+    // The session goes on.
+    let result = tools_call(&client, "echo", json!({"text": "still"}), false);
+    assert_eq!(result["content"][0]["text"], "still");
+    assert_eq!(server.session_count(), 1);
+    no_lifecycle(&messages);
+    client.close();
+}
+
+/// The standalone GET stream's resume (RESUME-4) is refused as a gap: the application
+/// sees `StreamReset`, then the messages of the fresh stream.
+#[test]
+fn resume_4_a_refused_get_stream_resume_is_reported_as_a_stream_reset_blocking_server() {
+    stream_reset(Adapter::Blocking);
+}
+
+#[test]
+fn resume_4_a_refused_get_stream_resume_is_reported_as_a_stream_reset_tokio_server() {
+    stream_reset(Adapter::Tokio);
 }

@@ -7,7 +7,9 @@
 //! heads, bodies and failures, sleeps until its deadline, and turns its events into
 //! answers for [`McpClient::call`] and messages on the receiver [`McpClient::connect`]
 //! returns. Resumes, re-initialization, the legacy fallback and the handshake's timeout
-//! ([`Config::with_connect_timeout`]) happen inside the core.
+//! ([`Config::with_connect_timeout`]) happen inside the core; what the application must
+//! react to (an expired session, a re-initialization, a GET stream that could not be
+//! resumed) comes on that receiver too, as [`ServerMessage`]s.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -54,14 +56,64 @@ impl std::fmt::Display for CallError {
 
 impl std::error::Error for CallError {}
 
-/// A message the server sent on its own: a notification or a server→client request
-/// (answer it with [`McpClient::respond`]).
+/// What the server sent on its own (a notification, a server→client request), and what
+/// became of the session and of its standalone GET stream, on the receiver
+/// [`McpClient::connect`] returns, in the order the client core reported them.
+///
+/// The lifecycle variants are the core's events, forwarded: the adapter decides nothing.
+/// [`SessionExpired`](Self::SessionExpired) and [`StreamReset`](Self::StreamReset) say
+/// that the server forgot something the application may have set up or missed, so the
+/// application can do it again.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ServerMessage {
     /// A notification (progress, logging, list changes, …).
     Notification(Envelope),
-    /// A request.
+    /// A server→client request: answer it with [`McpClient::respond`].
     Request(Envelope),
+    /// The server ended the session: a request that carried its id was answered 404
+    /// (SESSION-8), or, on the legacy transport, the session's stream ended.
+    ///
+    /// Every call in flight when it ended was answered with
+    /// `Err(CallError::Request(RequestError::SessionExpired))` before this was sent (its
+    /// future completes at its next poll); the messages before this one came from the
+    /// ended session.
+    ///
+    /// With [`Config::with_reinitialize`] the client initializes a new session at once,
+    /// and exactly one of [`Reconnected`](Self::Reconnected) and
+    /// [`ReconnectFailed`](Self::ReconnectFailed) follows (unless the application closes
+    /// the client first). Calls made after the session ended wait for that handshake
+    /// and go out on the new session as soon as it is initialized, possibly before
+    /// `Reconnected` is received. The new session knows nothing of the old one
+    /// (subscriptions, the log level, anything the application set up): do that again
+    /// on `Reconnected`. Without re-initialization the client is closed: later calls
+    /// fail with [`CallError::Closed`].
+    SessionExpired,
+    /// A new session was initialized after [`SessionExpired`](Self::SessionExpired)
+    /// (never for the handshake of [`McpClient::connect`]). [`McpClient::version`] and
+    /// [`McpClient::transport`] return these from now on.
+    #[non_exhaustive]
+    Reconnected {
+        /// The revision negotiated with the new session.
+        version: ProtocolVersion,
+        /// The transport the new session uses.
+        transport: Transport,
+    },
+    /// The re-initialization after [`SessionExpired`](Self::SessionExpired) failed, with
+    /// the error [`McpClient::connect`] would have returned; the client is closed. The
+    /// calls that waited for it were answered with
+    /// `Err(CallError::Request(RequestError::Closed))` before this was sent; later calls
+    /// fail with [`CallError::Closed`].
+    ReconnectFailed(RequestError),
+    /// The standalone GET stream broke and could not be resumed: the server refused the
+    /// resume (`RequestError::ResumeFailed` with its status, e.g. 400 when the events
+    /// after the last id received are no longer retained), or the attempts ran out
+    /// (`ResumeFailed` with status 0). Server messages sent on it since the last one
+    /// received may be lost: re-sync what depends on them (list resources, tools or
+    /// prompts again, …). The session goes on; the client opens a fresh GET stream after
+    /// a backoff, and what that stream carries arrives after this. (A POST stream that
+    /// cannot be resumed fails its own calls instead.)
+    StreamReset(RequestError),
 }
 
 type Waiter = oneshot::Sender<Result<Envelope, CallError>>;
@@ -70,6 +122,8 @@ struct Shared {
     core: Mutex<Client>,
     wake: Notify,
     waiters: Mutex<HashMap<RequestId, Waiter>>,
+    /// What the latest handshake negotiated; set by the driver before it reports one.
+    negotiated: Mutex<(ProtocolVersion, Transport)>,
 }
 
 impl Shared {
@@ -88,8 +142,6 @@ impl Shared {
 pub struct McpClient {
     shared: Arc<Shared>,
     _driver: Arc<DriverGuard>,
-    version: ProtocolVersion,
-    transport: Transport,
 }
 
 struct DriverGuard(JoinHandle<()>);
@@ -103,15 +155,16 @@ impl Drop for DriverGuard {
 impl std::fmt::Debug for McpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpClient")
-            .field("version", &self.version)
-            .field("transport", &self.transport)
+            .field("version", &self.version())
+            .field("transport", &self.transport())
             .finish_non_exhaustive()
     }
 }
 
 impl McpClient {
     /// Connects: runs the handshake (with the legacy fallback when the server needs it)
-    /// and returns the client and the server's own messages.
+    /// and returns the client and the server's own messages, with what becomes of the
+    /// session ([`ServerMessage`]).
     ///
     /// # Errors
     /// The handshake's [`RequestError`] (refused, unauthorized, timed out, …).
@@ -123,6 +176,11 @@ impl McpClient {
             core: Mutex::new(Client::new(config, entropy)),
             wake: Notify::new(),
             waiters: Mutex::new(HashMap::new()),
+            // Replaced by the driver before `connected` reports the handshake.
+            negotiated: Mutex::new((
+                ProtocolVersion::LATEST_WITH_INITIALIZE,
+                Transport::StreamableHttp,
+            )),
         });
         let (messages, rx) = mpsc::unbounded_channel();
         let (connected_tx, connected_rx) = oneshot::channel();
@@ -130,12 +188,10 @@ impl McpClient {
         let driver = tokio::spawn(drive(Arc::clone(&shared), messages, connected_tx));
         let driver = Arc::new(DriverGuard(driver));
         match connected_rx.await {
-            Ok(Ok((version, transport))) => Ok((
+            Ok(Ok(())) => Ok((
                 Self {
                     shared,
                     _driver: driver,
-                    version,
-                    transport,
                 },
                 rx,
             )),
@@ -144,14 +200,23 @@ impl McpClient {
         }
     }
 
-    /// The negotiated revision.
+    /// The negotiated revision: the handshake's of [`connect`](Self::connect), or, after
+    /// a re-initialization, the one [`ServerMessage::Reconnected`] reported.
     pub fn version(&self) -> ProtocolVersion {
-        self.version
+        self.negotiated().0
     }
 
-    /// The transport in use.
+    /// The transport in use (as [`version`](Self::version), the latest handshake's).
     pub fn transport(&self) -> Transport {
-        self.transport
+        self.negotiated().1
+    }
+
+    fn negotiated(&self) -> (ProtocolVersion, Transport) {
+        *self
+            .shared
+            .negotiated
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Sends a request and waits for its result.
@@ -244,7 +309,8 @@ enum Report {
     Failed(ExchangeId),
 }
 
-type Connected = oneshot::Sender<Result<(ProtocolVersion, Transport), RequestError>>;
+/// The outcome of the first handshake (the negotiated revision is in `Shared`).
+type Connected = oneshot::Sender<Result<(), RequestError>>;
 
 /// The connection pool every exchange of one [`McpClient`] goes through.
 type HttpClient = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
@@ -300,17 +366,36 @@ async fn drive(
         }
         for event in events {
             match event {
+                // The first handshake's outcome goes to `connect`; a later one is a
+                // re-initialization's, after `SessionExpired`.
                 Event::Connected {
                     version, transport, ..
                 } => {
-                    if let Some(tx) = connected.take() {
-                        let _ = tx.send(Ok((version, transport)));
+                    *shared.negotiated.lock().unwrap_or_else(|p| p.into_inner()) =
+                        (version, transport);
+                    match connected.take() {
+                        Some(tx) => {
+                            let _ = tx.send(Ok(()));
+                        }
+                        None => {
+                            let _ =
+                                messages.send(ServerMessage::Reconnected { version, transport });
+                        }
                     }
                 }
-                Event::ConnectFailed(e) => {
-                    if let Some(tx) = connected.take() {
+                Event::ConnectFailed(e) => match connected.take() {
+                    Some(tx) => {
                         let _ = tx.send(Err(e));
                     }
+                    None => {
+                        let _ = messages.send(ServerMessage::ReconnectFailed(e));
+                    }
+                },
+                Event::SessionExpired => {
+                    let _ = messages.send(ServerMessage::SessionExpired);
+                }
+                Event::StreamReset { error } => {
+                    let _ = messages.send(ServerMessage::StreamReset(error));
                 }
                 Event::Response(m) => {
                     let waiter = m.id().and_then(|id| shared.waiters.lock().ok()?.remove(id));

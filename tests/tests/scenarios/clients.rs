@@ -114,7 +114,7 @@ pub(crate) fn blocking_client(server: &Server) -> Transcript {
     // Dispatched in stream order, before the result reached this thread.
     let notes = messages.try_iter().filter_map(|m| match m {
         ServerMessage::Notification(n) => Some(n.text().as_str().to_owned()),
-        ServerMessage::Request(_) => None,
+        _ => None,
     });
     t.record("progress before the result", json!(progress_of(notes)));
     assert_answers(&t);
@@ -224,7 +224,7 @@ pub(crate) fn blocking_client_resumes(server: &Server) -> Transcript {
         assert_eq!(counted["content"][0]["text"], "5");
         let notes = messages.try_iter().filter_map(|m| match m {
             ServerMessage::Notification(n) => Some(n.text().as_str().to_owned()),
-            ServerMessage::Request(_) => None,
+            _ => None,
         });
         let progress = progress_of(notes);
         assert_eq!(progress, [1.0, 2.0, 3.0, 4.0, 5.0], "each once, in order");
