@@ -336,6 +336,56 @@ fn legacy_6_a_404_to_initialize_falls_back_to_http_sse() {
     );
 }
 
+/// SESSION-8 on the legacy transport, reached by the fallback or spoken from the start:
+/// when the server ends the session (its stream ends), the client initializes a new one
+/// exactly as it found the first (not by POSTing to the old session's message URI, and
+/// reading the new stream's `endpoint` event), and the new session serves calls.
+#[test]
+fn session_8_legacy_6_an_ended_legacy_session_is_reinitialized_the_way_it_was_found() {
+    for legacy_only in [false, true] {
+        let server = server::Config::new()
+            .with_endpoint("/streamable")
+            .with_legacy(Some(LegacyPaths {
+                sse: "/mcp".into(),
+                messages: "/messages".into(),
+            }));
+        let client = client::Config::new(Pair::endpoint())
+            .with_reinitialize(true)
+            .with_legacy_only(legacy_only);
+        let mut p = Pair::new(server, client);
+        p.connect();
+        assert_eq!(p.client.transport(), Transport::HttpSse);
+        let _ = call(&mut p);
+        let request = p.take_server_request();
+        let old = request.session().expect("a legacy session");
+        answer(&mut p, &request);
+        assert_eq!(responses(&mut p).len(), 1);
+        assert!(p.server.close_session(p.now, old));
+        p.run();
+        assert!(
+            p.client_events
+                .iter()
+                .any(|e| matches!(e, client::Event::SessionExpired)),
+            "{legacy_only}: {:?}",
+            p.client_events
+        );
+        p.client_events.clear();
+        p.accept_initialize();
+        assert!(
+            p.client.is_connected(),
+            "{legacy_only}: {:?}",
+            p.client_events
+        );
+        assert_eq!(p.client.transport(), Transport::HttpSse);
+        let _ = call(&mut p);
+        let request = p.take_server_request();
+        assert_ne!(request.session(), Some(old), "{legacy_only}");
+        answer(&mut p, &request);
+        assert_eq!(responses(&mut p).len(), 1, "{legacy_only}");
+        assert!(failures(&mut p).is_empty(), "{legacy_only}");
+    }
+}
+
 #[test]
 fn http_post_12_requests_time_out_and_are_cancelled_at_the_server() {
     let mut p = pair(server::Config::new());

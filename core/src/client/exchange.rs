@@ -387,6 +387,10 @@ impl Client {
         self.session = None;
         self.version = None;
         self.init_id = None;
+        // The new session is found as the first was: Streamable HTTP first (with the
+        // fallback), or a new legacy stream whose `endpoint` event names where to POST.
+        self.transport = Transport::StreamableHttp;
+        self.legacy_post = None;
         self.events.push_back(Event::SessionExpired);
         if self.config.reinitialize {
             self.phase = Phase::Idle;
