@@ -517,8 +517,12 @@ fn json_rpc_a_second_response_to_one_id_is_never_delivered() {
         Some(client::Event::Connected { .. })
     ));
     let id = c.request(now, "tools/call", None, None).unwrap();
-    // The initialized notification, then the request.
-    let _ = c.poll_transmit();
+    // The initialized notification, answered, then the request.
+    let Some(client::Transmit::Request { exchange, .. }) = c.poll_transmit() else {
+        panic!()
+    };
+    c.handle_head(now, exchange, response_head(202, &[]));
+    c.handle_body_end(now, exchange);
     let Some(client::Transmit::Request { exchange, .. }) = c.poll_transmit() else {
         panic!()
     };
@@ -536,6 +540,75 @@ fn json_rpc_a_second_response_to_one_id_is_never_delivered() {
         got += usize::from(matches!(e, client::Event::Response(_)));
     }
     assert_eq!(got, 1);
+}
+
+/// JSONRPC-9: the handshake ends with `notifications/initialized`, and the server sees
+/// it before any request: what the application sends meanwhile goes out only once the
+/// notification's POST is answered (or failed), in the order it was sent.
+#[test]
+fn jsonrpc_9_requests_wait_until_the_server_has_the_initialized_notification() {
+    for answered in [true, false] {
+        let (mut c, now, x) = by_hand();
+        c.handle_head(
+            now,
+            x,
+            response_head(200, &[("content-type", "application/json")]),
+        );
+        c.handle_body(
+            now,
+            x,
+            Bytes::from_static(
+                br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}"#,
+            ),
+        );
+        c.handle_body_end(now, x);
+        let first = c.request(now, "tools/list", None, None).unwrap();
+        let second = c.request(now, "tools/call", None, None).unwrap();
+        let mut bodies = Vec::new();
+        let mut initialized = None;
+        while let Some(t) = c.poll_transmit() {
+            if let client::Transmit::Request {
+                exchange,
+                head,
+                body,
+            } = t
+            {
+                if head.method == http::Method::POST {
+                    bodies.push(String::from_utf8(body.to_vec()).unwrap());
+                    initialized.get_or_insert(exchange);
+                }
+            }
+        }
+        assert_eq!(bodies.len(), 1, "only the notification: {bodies:?}");
+        assert!(bodies[0].contains("notifications/initialized"));
+        let initialized = initialized.unwrap();
+        if answered {
+            c.handle_head(now, initialized, response_head(202, &[]));
+        } else {
+            c.handle_failure(now, initialized);
+        }
+        let mut later = Vec::new();
+        while let Some(t) = c.poll_transmit() {
+            if let client::Transmit::Request { head, body, .. } = t {
+                if head.method == http::Method::POST {
+                    later.push(String::from_utf8(body.to_vec()).unwrap());
+                }
+            }
+        }
+        assert_eq!(later.len(), 2, "{later:?}");
+        assert!(later[0].contains(&format!(r#""id":{first}"#)), "{later:?}");
+        assert!(later[1].contains(&format!(r#""id":{second}"#)), "{later:?}");
+        // Once the server has it, a request goes out at once.
+        let third = c.request(now, "ping", None, None).unwrap();
+        let Some(client::Transmit::Request { body, .. }) = c.poll_transmit() else {
+            panic!("sent at once")
+        };
+        assert!(
+            String::from_utf8(body.to_vec())
+                .unwrap()
+                .contains(&format!(r#""id":{third}"#))
+        );
+    }
 }
 
 #[test]

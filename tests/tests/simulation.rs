@@ -301,7 +301,10 @@ fn resume_4_http_get_9_a_409_to_a_resume_is_tried_again_within_the_budget() {
     );
     c.handle_body_end(now, x);
     let id = c.request(now, "tools/call", None, None).unwrap();
-    let _initialized = next_request(&mut c);
+    // The initialized notification, answered; the request goes out after it (JSONRPC-9).
+    let (initialized, _) = next_request(&mut c).expect("the initialized notification");
+    c.handle_head(now, initialized, head(202, &[]));
+    c.handle_body_end(now, initialized);
     let (post, _) = next_request(&mut c).expect("the request");
     c.handle_head(now, post, head(200, &[SSE]));
     c.handle_body(now, post, bytes::Bytes::from_static(b"id: e1\ndata:\n\n"));

@@ -80,18 +80,19 @@ impl Client {
     }
 
     /// POSTs one message body to the endpoint (or the legacy POST URI).
-    pub(super) fn send_post(&mut self, body: Bytes, ids: Vec<RequestId>) {
+    pub(super) fn send_post(&mut self, body: Bytes, ids: Vec<RequestId>) -> u64 {
         let uri = match (self.transport, &self.legacy_post) {
             (Transport::HttpSse, Some(uri)) => uri.clone(),
             _ => self.config.endpoint.clone(),
         };
         let head = self.head(Method::POST, uri);
-        self.transmit(ExKind::Post { ids }, head, body);
+        self.transmit(ExKind::Post { ids }, head, body)
     }
 
-    /// Sends now if connected, else queues for after the handshake.
+    /// Sends now if connected and the server has the handshake's end, else queues for
+    /// after it.
     pub(super) fn send_or_wait(&mut self, body: Bytes, ids: Vec<RequestId>) {
-        if self.phase == Phase::Connected {
+        if self.phase == Phase::Connected && self.acknowledging.is_none() {
             self.send_post(body, ids);
         } else {
             self.waiting.push_back((body, ids));
@@ -349,10 +350,8 @@ impl Client {
             params: None,
         }
         .write(&mut body);
-        self.send_post(body.freeze(), Vec::new());
-        for (body, ids) in std::mem::take(&mut self.waiting) {
-            self.send_post(body, ids);
-        }
+        // What waits goes out once the server has answered this (`acknowledged`).
+        self.acknowledging = Some(self.send_post(body.freeze(), Vec::new()));
         if self.config.get_stream && self.transport == Transport::StreamableHttp {
             let t = self.new_stream(StreamKind::Get, &[]);
             self.get_stream = Some(t);
@@ -365,7 +364,23 @@ impl Client {
         });
     }
 
+    /// Exchange `x` got its response head or failed: if it carried
+    /// `notifications/initialized`, the messages that waited for the server to have it
+    /// go out now (whatever the answer: an error is the server's to report on them).
+    pub(super) fn acknowledged(&mut self, x: u64) {
+        if self.acknowledging != Some(x) {
+            return;
+        }
+        self.acknowledging = None;
+        if self.phase == Phase::Connected {
+            for (body, ids) in std::mem::take(&mut self.waiting) {
+                self.send_post(body, ids);
+            }
+        }
+    }
+
     pub(super) fn connect_failed(&mut self, error: RequestError) {
+        self.acknowledging = None;
         self.phase = Phase::Closed;
         // The handshake's own request is reported as the ConnectFailed, not as a failure.
         self.fail_all(RequestError::Closed);
@@ -391,6 +406,7 @@ impl Client {
         // fallback), or a new legacy stream whose `endpoint` event names where to POST.
         self.transport = Transport::StreamableHttp;
         self.legacy_post = None;
+        self.acknowledging = None;
         self.events.push_back(Event::SessionExpired);
         if self.config.reinitialize {
             self.phase = Phase::Idle;

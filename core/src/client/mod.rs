@@ -136,6 +136,11 @@ pub struct Client {
     pending: Pending<()>,
     /// Message bodies (with the request ids they carry) waiting for the handshake.
     waiting: VecDeque<(Bytes, Vec<RequestId>)>,
+    /// The exchange carrying `notifications/initialized`, until its response head (or
+    /// its failure): the waiting messages go out after it, so that a server sees the
+    /// handshake end before the first request (servers such as the Python SDK's refuse
+    /// a request that comes first), as the TypeScript SDK's client does.
+    acknowledging: Option<u64>,
     next: u64,
     exchanges: BTreeMap<u64, Exchange>,
     streams: BTreeMap<u64, Stream>,
@@ -174,6 +179,7 @@ impl Client {
             session: None,
             version: None,
             legacy_post: None,
+            acknowledging: None,
             init_id: None,
             pending,
             waiting: VecDeque::new(),
@@ -449,6 +455,11 @@ impl Client {
 
     /// The response head of exchange `x` arrived.
     pub fn handle_head(&mut self, now: Instant, x: ExchangeId, head: http::response::Parts) {
+        self.response_head(now, x, head);
+        self.acknowledged(x.0);
+    }
+
+    fn response_head(&mut self, now: Instant, x: ExchangeId, head: http::response::Parts) {
         let Some(e) = self.exchanges.get(&x.0) else {
             return;
         };
@@ -659,6 +670,11 @@ impl Client {
 
     /// Exchange `x` failed: the connection broke or was reset before its response ended.
     pub fn handle_failure(&mut self, now: Instant, x: ExchangeId) {
+        self.failure(now, x);
+        self.acknowledged(x.0);
+    }
+
+    fn failure(&mut self, now: Instant, x: ExchangeId) {
         let Some(e) = self.exchanges.remove(&x.0) else {
             return;
         };
