@@ -342,14 +342,12 @@ async fn session_8_the_application_sees_the_expiry_then_the_new_session() {
     });
     let mut in_flight = Box::pin(client.call("tools/call", Some(params)));
     let progress = async {
-        loop {
-            tokio::select! {
-                r = &mut in_flight => panic!("the call ended early: {r:?}"),
-                m = messages.recv() => match m {
-                    Some(ServerMessage::Notification(_)) => return,
-                    other => panic!("the call's progress: {other:?}"),
-                },
-            }
+        tokio::select! {
+            r = &mut in_flight => panic!("the call ended early: {r:?}"),
+            m = messages.recv() => match m {
+                Some(ServerMessage::Notification(_)) => {}
+                other => panic!("the call's progress: {other:?}"),
+            },
         }
     };
     tokio::time::timeout(TIMEOUT, progress)
