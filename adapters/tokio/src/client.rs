@@ -211,6 +211,17 @@ impl McpClient {
         self.negotiated().1
     }
 
+    /// The `Mcp-Session-Id` the server issued, if any (it changes after a
+    /// re-initialization).
+    pub fn session_id(&self) -> Option<String> {
+        self.shared
+            .core
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .session_id()
+            .map(str::to_owned)
+    }
+
     fn negotiated(&self) -> (ProtocolVersion, Transport) {
         *self
             .shared

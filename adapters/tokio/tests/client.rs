@@ -332,6 +332,8 @@ async fn session_8_the_application_sees_the_expiry_then_the_new_session() {
     )
     .await;
     let first = server.initialized(1).await;
+    let first_id = client.session_id().expect("a session id");
+    assert_eq!(first_id.len(), 32, "{first_id}");
     // The handshake of `connect` is no `Reconnected`.
     no_lifecycle(&mut messages);
     // A call in flight on its SSE stream: polled until its first progress arrived.
@@ -385,6 +387,8 @@ async fn session_8_the_application_sees_the_expiry_then_the_new_session() {
     assert_eq!(version, ProtocolVersion::V2025_11_25);
     assert_eq!(transport, Transport::StreamableHttp);
     assert_eq!(client.version(), version);
+    let new_id = client.session_id().expect("a new session id");
+    assert_ne!(new_id, first_id);
     // The next calls go to a new session.
     let result = call(&client, "echo", json!({"text": "after"}), false).await;
     assert_eq!(result["content"][0]["text"], "after");
