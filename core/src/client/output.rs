@@ -70,7 +70,8 @@ pub enum Event {
         /// The server's `InitializeResult`.
         result: Envelope,
     },
-    /// The handshake failed; the client is closed.
+    /// The handshake failed; the client is closed (no [`Closed`](Self::Closed) follows:
+    /// this is the last event).
     ConnectFailed(RequestError),
     /// The response to a request, matched by id (JSONRPC-4).
     Response(Envelope),
@@ -96,8 +97,9 @@ pub enum Event {
     /// The server ended the session (404, SESSION-8); every request in flight failed. The
     /// client re-initializes if configured to, else it is closed.
     SessionExpired,
-    /// The client is closed (after [`Client::close`](super::Client::close), a failed
-    /// handshake, or an expired session without re-initialization).
+    /// The client is closed: after [`Client::close`](super::Client::close), or an expired
+    /// session without re-initialization. (A failed handshake closes it too, reported
+    /// as [`ConnectFailed`](Self::ConnectFailed) alone.)
     Closed,
 }
 
