@@ -70,8 +70,7 @@ pub enum Event {
         /// The server's `InitializeResult`.
         result: Envelope,
     },
-    /// The handshake failed; the client is closed (no [`Closed`](Self::Closed) follows:
-    /// this is the last event).
+    /// The handshake failed; the client is closed (no [`Closed`](Self::Closed) follows).
     ConnectFailed(RequestError),
     /// The response to a request, matched by id (JSONRPC-4).
     Response(Envelope),
