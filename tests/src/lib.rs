@@ -14,6 +14,8 @@
 //! - [`server_ops`]: an op model of a server's life (client moves, time, the
 //!   application's sends) built from bytes, run with every invariant checked after each
 //!   op; shared by the `server_props` proptest and the `server_requests` fuzz target.
+//! - [`shards`]: several servers serving one endpoint as its shards, driven as one (the
+//!   op model runs on one to three of them).
 //! - [`sim`]: a deterministic simulation of many clients and one server over a faulty
 //!   network on a virtual clock, with the properties checked on every seed.
 //! - [`splitmix64`]: the one 64-bit mixer behind every seeded source of the tests.
@@ -22,6 +24,7 @@ pub mod alloc;
 pub mod pair;
 pub mod server;
 pub mod server_ops;
+pub mod shards;
 pub mod sim;
 
 /// SplitMix64's increment, the golden ratio in 64 bits: a generator's state advances by

@@ -1,4 +1,4 @@
-//! An op model of a [`Server`]'s life, shared by the `server_props` proptest and the
+//! An op model of a [`Server`](mcpwire::server::Server)'s life, shared by the `server_props` proptest and the
 //! `server_requests` fuzz target: both turn bytes into a [`Setup`] and a list of [`Op`]s
 //! ([`scenario`]) and [`run`] them, so a failing fuzz input replays as a test.
 //!
@@ -7,7 +7,9 @@
 //! (answer, notify, send a request, close a session). References to things that exist
 //! only at run time (exchanges, sessions, session ids and event ids seen on the wire,
 //! requests handed to the application, ids of server→client requests) are indexes,
-//! resolved modulo what exists then, so every op list runs.
+//! resolved modulo what exists then, so every op list runs. The server is one to three
+//! shards of one endpoint ([`Shards`], by [`Setup::shards`]), driven as one, so every
+//! check below holds over shards as well.
 //!
 //! The application tags every message it sends with the session it believes the message
 //! belongs to: `{"s":"<Mcp-Session-Id>"}` as the result, error data or params (on a
@@ -29,7 +31,8 @@
 //!   closes once, and a send to an answered request or a closed session is refused;
 //! - after `handle_timeout(now)`, no deadline is left at or before `now`;
 //! - at the end, once every exchange is disconnected, every deadline has passed and the
-//!   application has answered what it still holds, [`Server::is_idle`] is true.
+//!   application has answered what it still holds, every shard is idle
+//!   ([`Server::is_idle`](mcpwire::server::Server::is_idle)).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -41,11 +44,11 @@ use mcpwire::jsonrpc::{ErrorCode, RawJson, RequestId};
 use mcpwire::resume::{EventId, RingLimits, StoreLimits};
 use mcpwire::server::{
     CloseReason, Config, Event, ExchangeId, LegacyPaths, RequestHandle, ResponseMode, SendError,
-    Server, SessionId, SessionMode, Target, Transmit,
+    SessionId, SessionMode, Target, Transmit,
 };
 use mcpwire::sse::{Decoder, Item, Limits};
 
-use crate::server::counter_entropy;
+use crate::shards::Shards;
 
 /// The most ops [`scenario`] makes from one input, so one fuzz input stays fast.
 pub const MAX_OPS: usize = 256;
@@ -102,6 +105,10 @@ pub struct Setup {
     pub max_rings: usize,
     /// The seed of the session id entropy.
     pub seed: u64,
+    /// How many shards serve the endpoint ([`Config::shards`], driven as one by
+    /// [`Shards`]): 1 to 3, from the seed's byte, so that older inputs keep the rest of
+    /// their meaning.
+    pub shards: usize,
 }
 
 impl Default for Setup {
@@ -127,6 +134,7 @@ impl Default for Setup {
             ring_events: 1024,
             max_rings: 1024,
             seed: 1,
+            shards: 1,
         }
     }
 }
@@ -167,7 +175,7 @@ impl Setup {
         let d = Self::default();
         let flags = byte(u);
         let limits = byte(u);
-        Self {
+        let mut setup = Self {
             response: [ResponseMode::Auto, ResponseMode::Json, ResponseMode::Sse][below(u, 3)],
             stateless: flags & 7 == 0,
             legacy: flags & 8 != 0,
@@ -191,7 +199,10 @@ impl Setup {
             ring_events: if limits & 64 != 0 { 2 } else { d.ring_events },
             max_rings: if limits & 128 != 0 { 3 } else { d.max_rings },
             seed: u64::from(byte(u)),
-        }
+            shards: 1,
+        };
+        setup.shards = 1 + (setup.seed % 3) as usize;
+        setup
     }
 }
 
@@ -965,7 +976,7 @@ struct Issued {
 }
 
 struct Model {
-    server: Server,
+    server: Shards,
     now: Instant,
     stateless: bool,
     wires: Vec<Wire>,
@@ -1007,7 +1018,7 @@ fn tag_of(message: &serde_json::Value) -> Option<&str> {
 impl Model {
     fn new(setup: &Setup) -> Self {
         Self {
-            server: Server::new(setup.config(), counter_entropy(setup.seed)),
+            server: Shards::new(setup.config(), setup.shards, setup.seed),
             now: Instant::now(),
             stateless: setup.stateless,
             wires: Vec::new(),
@@ -1639,25 +1650,35 @@ impl Model {
                 session: Some(s), ..
             } => self.saw_session(s),
             Event::Response { session, message } => {
+                // Ids are unique within a session (SESSION-9), and over shards no more:
+                // a response is matched in its own session only, so one to another
+                // session's request is an id this session never sent.
                 let id = message.id().cloned();
-                let issued = self.issued.iter_mut().find(|i| Some(&i.id) == id.as_ref());
+                let issued = self
+                    .issued
+                    .iter_mut()
+                    .find(|i| i.session == session && Some(&i.id) == id.as_ref());
                 match issued {
-                    Some(i) if i.session == session && !i.settled => {
+                    Some(i) if !i.settled => {
                         i.settled = true;
                         self.coverage.responses += 1;
                     }
                     Some(i) => {
                         return Err(format!(
-                            "a response in {session} to request {} of {} (settled: {})",
-                            i.id, i.session, i.settled
+                            "a second response in {session} to request {}",
+                            i.id
                         ));
                     }
-                    None => return Err(format!("a response in {session} to an id never sent")),
+                    None => return Err(format!("a response in {session} to an id it never sent")),
                 }
             }
             Event::RequestTimedOut { session, id } => {
-                match self.issued.iter_mut().find(|i| i.id == id) {
-                    Some(i) if i.session == session && !i.settled => {
+                match self
+                    .issued
+                    .iter_mut()
+                    .find(|i| i.session == session && i.id == id)
+                {
+                    Some(i) if !i.settled => {
                         i.settled = true;
                         self.coverage.timeouts += 1;
                     }
