@@ -3,7 +3,9 @@
 //! with the configuration of the `mcpwire serve` options named in the test; the test
 //! then asserts the two adapters' transcripts are equal. Both drive one core, and none
 //! of them decides anything about MCP: what reaches the wire must be the same, byte for
-//! byte of MCP (session ids and event ids included, from the same seeded entropy).
+//! byte of MCP (session ids and event ids included, from the same seeded entropy). A
+//! third run, on the tokio adapter split into shards as `mcpwire serve` runs by default,
+//! must give the same transcript but for the values of its ids.
 //!
 //! The raw scenarios ([`scenarios::wire`]) speak HTTP through ureq: initialize,
 //! tools/list, tools/call answered as JSON and as SSE, progress, a resume after a
@@ -136,8 +138,8 @@ fn resume_4_resume_9_resume_11_the_tokio_client_resumes_through_polling_closes()
     );
 }
 
-/// The harness itself: both adapters start from the same configuration and stop at the
-/// end; a default `Config` (no legacy paths) is accepted as well as `mcpwire serve`'s.
+/// The harness itself: every server (both adapters, and the sharded tokio one) starts
+/// from the same configuration and stops at the end; a default `Config` (no legacy paths) is accepted as well as `mcpwire serve`'s.
 #[test]
 fn both_adapters_start_on_loopback_and_stop() {
     for adapter in scenarios::ADAPTERS {

@@ -6,7 +6,10 @@
 //! asserts what the wire must show, and records what it saw. [`on_both`] runs it once
 //! on each adapter (each with a fresh server, the same configuration and the same
 //! seeded entropy) and then asserts that the two transcripts are equal: the same core
-//! behind both adapters, so the same bytes of MCP, down to session and event ids.
+//! behind both adapters, so the same bytes of MCP, down to session and event ids. It
+//! runs it a third time on the tokio adapter split into shards, as `mcpwire serve` runs
+//! by default: the same answers again, its session and event ids aside (a shard stamps
+//! its ids), which are compared by where they recur ([`Transcript::shape`]).
 //!
 //! Everything listens on 127.0.0.1, every request and every wait is bounded, and each
 //! server is shut down when its [`Server`] is dropped.
@@ -42,10 +45,17 @@ pub(crate) enum Adapter {
     Tokio,
     /// `mcpwire-blocking`: `server::serve` on its thread pool (tiny_http).
     Blocking,
+    /// `mcpwire-tokio` over [`SHARDS`] cores (`app::mount_sharded`), as `mcpwire serve`
+    /// runs it by default.
+    TokioSharded,
 }
 
-/// Both adapters, in the order [`on_both`] runs them.
-pub(crate) const ADAPTERS: [Adapter; 2] = [Adapter::Tokio, Adapter::Blocking];
+/// The shards of [`Adapter::TokioSharded`].
+const SHARDS: usize = 3;
+
+/// Every server, in the order [`on_both`] runs them.
+pub(crate) const ADAPTERS: [Adapter; 3] =
+    [Adapter::Tokio, Adapter::Blocking, Adapter::TokioSharded];
 
 /// A server of one adapter on 127.0.0.1, serving `mcpwire serve`'s reference tools.
 /// Dropping it shuts it down.
@@ -70,7 +80,8 @@ impl Server {
     /// its default options; the reference tools on each.
     pub(crate) fn start_with(adapter: Adapter, config: Config) -> Self {
         match adapter {
-            Adapter::Tokio => {
+            Adapter::Tokio | Adapter::TokioSharded => {
+                let shards = if adapter == Adapter::Tokio { 1 } else { SHARDS };
                 let runtime = tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(2)
                     .enable_all()
@@ -83,7 +94,8 @@ impl Server {
                 // `mount` spawns the service's tasks: inside the runtime.
                 let service = {
                     let _entered = runtime.enter();
-                    mcpwire_tokio::app::mount(
+                    mcpwire_tokio::app::mount_sharded(
+                        shards,
                         config,
                         counter_entropy(SERVER_SEED),
                         Arc::new(mcpwire_cli::reference::tools()),
@@ -126,7 +138,10 @@ impl Server {
     /// The sessions the core holds now.
     pub(crate) fn session_count(&self) -> usize {
         match &self.running {
-            Running::Tokio { service, .. } => service.with_server(|s, _| s.session_count()),
+            Running::Tokio { service, .. } => service
+                .shards()
+                .map(|shard| shard.with_server(|s, _| s.session_count()))
+                .sum(),
             Running::Blocking(handle) => handle
                 .as_ref()
                 .expect("running")
@@ -396,6 +411,27 @@ impl Transcript {
         seen
     }
 
+    /// [`pretty`](Self::pretty) with every session id and event id replaced by its
+    /// rank among them in order of first appearance (`<id 1>`, `<id 2>`, …): two
+    /// transcripts with the same shape are the same but for the values of their ids,
+    /// each recurring where the other's does.
+    pub(crate) fn shape(&self) -> String {
+        let mut ids = Vec::new();
+        for (_, value) in &self.0 {
+            collect_ids(value, &mut ids);
+        }
+        let text = self.pretty();
+        // Ranked by first appearance; replaced longest first, so that no id is cut
+        // inside a longer one.
+        ids.sort_by_key(|id| text.find(id.as_str()));
+        ids.dedup();
+        let mut ranked: Vec<(usize, &String)> = ids.iter().enumerate().collect();
+        ranked.sort_by_key(|(_, id)| std::cmp::Reverse(id.len()));
+        ranked.into_iter().fold(text, |text, (rank, id)| {
+            text.replace(id.as_str(), &format!("<id {}>", rank + 1))
+        })
+    }
+
     pub(crate) fn pretty(&self) -> String {
         self.0
             .iter()
@@ -405,8 +441,38 @@ impl Transcript {
     }
 }
 
+/// The session ids (`Mcp-Session-Id` values, a legacy `endpoint`'s `sessionId`) and SSE
+/// event ids anywhere in `value`.
+fn collect_ids(value: &Value, ids: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            // A JSON-RPC message's `id` is the client's, the same on every server.
+            let message = map.contains_key("jsonrpc");
+            for (key, v) in map {
+                match (key.as_str(), v) {
+                    ("mcp-session-id", Value::String(id)) if !id.is_empty() => {
+                        ids.push(id.clone());
+                    }
+                    ("id", Value::String(id)) if !id.is_empty() && !message => {
+                        ids.push(id.clone());
+                    }
+                    ("data", Value::String(data)) => {
+                        if let Some((_, id)) = data.split_once("sessionId=") {
+                            ids.push(id.split('&').next().unwrap_or(id).to_owned());
+                        }
+                    }
+                    _ => collect_ids(v, ids),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_ids(v, ids)),
+        _ => {}
+    }
+}
+
 /// Runs `scenario` on a fresh server of each adapter configured as `mcpwire serve ARGS`,
-/// then asserts the adapters' transcripts are equal.
+/// then asserts the adapters' transcripts are equal, and the sharded server's of the
+/// same shape.
 pub(crate) fn on_both(args: &[&str], scenario: fn(&Server) -> Transcript) {
     let config = mcpwire_cli::reference::config(args).expect("mcpwire serve's options");
     on_both_with(&config, scenario);
@@ -421,13 +487,18 @@ pub(crate) fn on_both_with(config: &Config, scenario: fn(&Server) -> Transcript)
             scenario(&server)
         })
         .collect();
-    let [tokio, blocking] = &transcripts[..] else {
-        unreachable!("two adapters")
+    let [tokio, blocking, sharded] = &transcripts[..] else {
+        unreachable!("three servers")
     };
     assert!(
         tokio == blocking,
         "the adapters answered differently\n--- tokio:\n{}\n--- blocking:\n{}",
         tokio.pretty(),
         blocking.pretty()
+    );
+    let (one, split) = (blocking.shape(), sharded.shape());
+    assert!(
+        one == split,
+        "the shards answered differently\n--- one core:\n{one}\n--- {SHARDS} shards:\n{split}"
     );
 }
