@@ -533,7 +533,7 @@ impl Server {
             self.entropy.fill(&mut raw);
             let (index, count) = self.config.shard;
             if count > 1 {
-                // The shard's stamp, which `shard_of` reads back (`with_shard`: <= 256).
+                // The shard's stamp, which `shard_of` reads back (`Config::shards`: <= 256).
                 raw[0] = index as u8;
             }
             let mut hex = String::with_capacity(32);
