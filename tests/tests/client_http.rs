@@ -475,6 +475,37 @@ fn response_head(status: u16, headers: &[(&str, &str)]) -> http::response::Parts
     b.body(()).unwrap().into_parts().0
 }
 
+/// A handshake whose request got no response head fails with the driver's cause, so a
+/// refused connection reads as one; one whose response broke after its head is a lost
+/// stream, as any request's.
+#[test]
+fn a_handshake_with_no_response_fails_with_the_drivers_cause() {
+    let failed = |c: &mut Client| match c.poll_event() {
+        Some(client::Event::ConnectFailed(error)) => error,
+        other => panic!("not a failed handshake: {other:?}"),
+    };
+    let (mut c, now, x) = by_hand();
+    c.handle_failure_with(now, x, "connection refused");
+    let error = failed(&mut c);
+    assert_eq!(error, RequestError::Connection("connection refused".into()));
+    assert_eq!(
+        error.to_string(),
+        "no connection to the server: connection refused"
+    );
+    let (mut c, now, x) = by_hand();
+    c.handle_failure(now, x);
+    assert!(matches!(failed(&mut c), RequestError::Connection(_)));
+    let (mut c, now, x) = by_hand();
+    c.handle_head(
+        now,
+        x,
+        response_head(200, &[("content-type", "application/json")]),
+    );
+    c.handle_body(now, x, Bytes::from_static(b"{\"jsonrpc\""));
+    c.handle_failure_with(now, x, "connection reset");
+    assert_eq!(failed(&mut c), RequestError::StreamLost);
+}
+
 #[test]
 fn session_3_a_session_id_that_is_not_visible_ascii_fails_the_handshake() {
     let (mut c, now, x) = by_hand();

@@ -372,7 +372,11 @@ impl Shared {
             if spawned.is_err() {
                 // No thread: the exchange fails as a broken connection would. The core
                 // decides what that means (a failed request, a resume later).
-                self.report(x, &aborted, Report::Failed);
+                self.report(
+                    x,
+                    &aborted,
+                    Report::Failed("no thread for the exchange".into()),
+                );
             }
         }
     }
@@ -391,9 +395,9 @@ impl Shared {
                     state.running.remove(&x);
                     core.handle_body_end(now, x);
                 }
-                Report::Failed => {
+                Report::Failed(cause) => {
                     state.running.remove(&x);
-                    core.handle_failure(now, x);
+                    core.handle_failure_with(now, x, &cause);
                 }
             }
         });
@@ -468,7 +472,8 @@ enum Report {
     Head(http::response::Parts),
     Body(Bytes),
     End,
-    Failed,
+    /// The exchange failed; why, as text.
+    Failed(String),
 }
 
 /// One HTTP exchange: the request, then the response's head and body chunks, each into
@@ -488,7 +493,7 @@ fn exchange(shared: &Arc<Shared>, start: Start) {
     };
     let response = match sent {
         Ok(r) => r,
-        Err(_) => return shared.report(x, &aborted, Report::Failed),
+        Err(e) => return shared.report(x, &aborted, Report::Failed(e.to_string())),
     };
     let (parts, body) = response.into_parts();
     shared.report(x, &aborted, Report::Head(parts));
@@ -507,7 +512,7 @@ fn exchange(shared: &Arc<Shared>, start: Start) {
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             // After an abort (`Agent::shutdown`) this is the expected end; `report`
             // drops it then.
-            Err(_) => return shared.report(x, &aborted, Report::Failed),
+            Err(e) => return shared.report(x, &aborted, Report::Failed(e.to_string())),
         }
     }
 }

@@ -154,6 +154,32 @@ fn call_reports_a_failing_call_with_status_1() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no tool"));
 }
 
+/// A server that is not there reads as such, on either client: the IO error's own words,
+/// not a lost stream.
+#[test]
+fn call_names_a_refused_connection() {
+    // A port just freed: nothing listens on it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    for client in [&[][..], &["--blocking"][..]] {
+        let out = Command::new(BIN)
+            .arg("call")
+            .args(client)
+            .args(["--timeout-ms", "5000", &url, "echo"])
+            .output()
+            .expect("mcpwire call runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{client:?}: {stderr}");
+        assert!(
+            stderr.contains("no connection to the server") && stderr.contains("refused"),
+            "{client:?}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn call_legacy_speaks_http_sse_from_the_start() {
     let server = start(&[]);

@@ -317,7 +317,8 @@ enum Report {
     Head(ExchangeId, http::response::Parts),
     Body(ExchangeId, Bytes),
     End(ExchangeId),
-    Failed(ExchangeId),
+    /// The exchange failed; why, as text.
+    Failed(ExchangeId, String),
 }
 
 /// The outcome of the first handshake (the negotiated revision is in `Shared`).
@@ -455,9 +456,9 @@ async fn drive(
                         tasks.remove(&x);
                         core.handle_body_end(now, x);
                     }
-                    Report::Failed(x) => {
+                    Report::Failed(x, cause) => {
                         tasks.remove(&x);
-                        core.handle_failure(now, x);
+                        core.handle_failure_with(now, x, &cause);
                     }
                 }
             }
@@ -477,12 +478,13 @@ async fn exchange_task(
     body: Bytes,
     reports: mpsc::UnboundedSender<Report>,
 ) {
-    let failed = |reports: &mpsc::UnboundedSender<Report>| {
-        let _ = reports.send(Report::Failed(x));
+    let failed = |reports: &mpsc::UnboundedSender<Report>, e: &dyn std::error::Error| {
+        let _ = reports.send(Report::Failed(x, causes(e)));
     };
     let request = http::Request::from_parts(head, Full::new(body));
-    let Ok(response) = http.request(request).await else {
-        return failed(&reports);
+    let response = match http.request(request).await {
+        Ok(response) => response,
+        Err(e) => return failed(&reports, &e),
     };
     let (parts, mut body) = response.into_parts();
     let _ = reports.send(Report::Head(x, parts));
@@ -493,11 +495,27 @@ async fn exchange_task(
                     let _ = reports.send(Report::Body(x, data));
                 }
             }
-            Some(Err(_)) => return failed(&reports),
+            Some(Err(e)) => return failed(&reports, &e),
             None => {
                 let _ = reports.send(Report::End(x));
                 return;
             }
         }
     }
+}
+
+/// An error and its sources, outermost first: hyper-util's "client error (Connect)"
+/// says little until its source says "Connection refused".
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(e) = source {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = e.source();
+    }
+    text
 }

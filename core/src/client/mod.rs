@@ -669,20 +669,33 @@ impl Client {
     }
 
     /// Exchange `x` failed: the connection broke or was reset before its response ended.
+    /// [`handle_failure_with`](Self::handle_failure_with) says why, for the application.
     pub fn handle_failure(&mut self, now: Instant, x: ExchangeId) {
-        self.failure(now, x);
+        self.handle_failure_with(now, x, "the connection closed before a response");
+    }
+
+    /// [`handle_failure`](Self::handle_failure), with the driver's `cause` (its IO
+    /// error, as text): a handshake whose request got no response head fails with
+    /// [`RequestError::Connection`] carrying it, so that "connection refused" reads as
+    /// such. What a failure means otherwise (a resume, a lost stream) does not depend
+    /// on the cause.
+    pub fn handle_failure_with(&mut self, now: Instant, x: ExchangeId, cause: &str) {
+        self.failure(now, x, cause);
         self.acknowledged(x.0);
     }
 
-    fn failure(&mut self, now: Instant, x: ExchangeId) {
+    fn failure(&mut self, now: Instant, x: ExchangeId, cause: &str) {
         let Some(e) = self.exchanges.remove(&x.0) else {
             return;
         };
         match (e.kind, e.body) {
             (_, Body::Sse(_, t)) => self.stream_ended(now, t, x.0),
-            (ExKind::Post { ids }, Body::Head | Body::Json(_) | Body::Error(..)) => {
+            (ExKind::Post { ids }, body @ (Body::Head | Body::Json(_) | Body::Error(..))) => {
                 if self.init_id.as_ref().is_some_and(|i| ids.contains(i)) {
-                    return self.connect_failed(RequestError::StreamLost);
+                    return self.connect_failed(match body {
+                        Body::Head => RequestError::Connection(cause.to_owned()),
+                        _ => RequestError::StreamLost,
+                    });
                 }
                 self.fail_ids(&ids, RequestError::StreamLost);
             }

@@ -141,6 +141,10 @@ pub enum RequestError {
     BadResponse(String),
     /// The client was closed.
     Closed,
+    /// The handshake's request got no response at all: the connection could not be made
+    /// or broke first (refused, reset, unreachable). The text is the driver's cause
+    /// ([`Client::handle_failure_with`](super::Client::handle_failure_with)).
+    Connection(String),
 }
 
 impl fmt::Display for RequestError {
@@ -163,6 +167,7 @@ impl fmt::Display for RequestError {
             Self::Http { status, message } => write!(f, "http {status}: {message}"),
             Self::BadResponse(why) => write!(f, "unreadable response: {why}"),
             Self::Closed => f.write_str("the client is closed"),
+            Self::Connection(cause) => write!(f, "no connection to the server: {cause}"),
         }
     }
 }
