@@ -51,11 +51,6 @@ impl Shards {
         }
     }
 
-    /// How many shards.
-    pub fn count(&self) -> usize {
-        self.servers.len()
-    }
-
     fn of_exchange(&self, x: ExchangeId) -> usize {
         self.exchanges.get(&x).copied().unwrap_or(0)
     }
