@@ -566,6 +566,9 @@ impl Drop for Guard {
             // Whatever the close transmits now goes unsent: nothing drives it any more.
             let _ = std::iter::from_fn(|| state.core.poll_transmit()).count();
             state.queued.clear();
+            // The receiver ends now, after what was already sent, even while threads
+            // that still hold `shared` wind down.
+            drop(std::mem::replace(&mut state.messages, mpsc::channel().0));
             state
                 .running
                 .drain()
@@ -606,6 +609,11 @@ impl McpClient {
     /// and returns the client and the server's own messages, with what becomes of the
     /// session ([`ServerMessage`]). Blocks until the core reports the handshake's
     /// outcome (at most the config's connect timeout).
+    ///
+    /// A server message sent before a response is on the receiver before the call that
+    /// waits for that response returns. The receiver ends once the last clone of the
+    /// client is gone (after [`close`](Self::close), say), having yielded everything
+    /// sent before.
     ///
     /// # Errors
     /// The handshake's [`RequestError`] (refused, unauthorized, timed out, …).

@@ -173,8 +173,8 @@ fn run_blocking(options: &Options) -> ExitCode {
         client.version(),
         client.transport()
     );
-    // Ends when the client is gone (its sender with it); not waited for.
-    std::thread::spawn(move || {
+    // Ends once the client is gone, after every message the server sent before.
+    let printer = std::thread::spawn(move || {
         for message in messages {
             if let ServerMessage::Notification(n) = message {
                 print_progress(&n);
@@ -184,6 +184,8 @@ fn run_blocking(options: &Options) -> ExitCode {
     let left = options.timeout.saturating_sub(started.elapsed());
     let result = client.call_timeout("tools/call", Some(call_params(options)), left);
     client.close();
+    // The last progress step may arrive with the result: print it before the result.
+    let _ = printer.join();
     outcome(result)
 }
 
@@ -210,6 +212,8 @@ async fn run(options: &Options) -> ExitCode {
     });
     let result = client.call("tools/call", Some(call_params(options))).await;
     client.close().await;
-    printer.abort();
+    // Ends once the client's driver has stopped, after every message the server sent
+    // before: the last progress step may arrive with the result.
+    let _ = printer.await;
     outcome(result)
 }

@@ -166,6 +166,11 @@ impl McpClient {
     /// and returns the client and the server's own messages, with what becomes of the
     /// session ([`ServerMessage`]).
     ///
+    /// A server message sent before a response is on the receiver before the call that
+    /// waits for that response returns. The receiver ends once the last clone of the
+    /// client is gone (after [`close`](Self::close), say) and its driver has stopped,
+    /// having yielded everything sent before.
+    ///
     /// # Errors
     /// The handshake's [`RequestError`] (refused, unauthorized, timed out, …).
     pub async fn connect(

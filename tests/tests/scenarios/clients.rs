@@ -126,6 +126,13 @@ pub(crate) fn blocking_client(server: &Server) -> Transcript {
     );
     // The DELETE was answered before `close` returned: the session is gone.
     assert_eq!(server.session_count(), 0, "HTTP-DELETE-1");
+    // The last clone went with `close`: the receiver has ended already (a reader
+    // thread can be joined), not once the client's threads have wound down.
+    assert_eq!(
+        messages.try_recv().err(),
+        Some(std::sync::mpsc::TryRecvError::Disconnected),
+        "the receiver outlived the client"
+    );
     t
 }
 
@@ -180,6 +187,9 @@ pub(crate) fn tokio_client(server: &Server) -> Transcript {
         t.record("progress before the result", json!(progress_of(notes)));
         assert_answers(&t);
         client.close().await;
+        // With the last clone gone, the driver stops and the receiver ends.
+        let end = within("the receiver's end", messages.recv()).await;
+        assert!(end.is_none(), "a message after close: {end:?}");
         t
     });
     drop(runtime);
