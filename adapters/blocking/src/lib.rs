@@ -34,6 +34,7 @@ mod writer;
 
 pub use writer::SseWriter;
 
+use std::collections::VecDeque;
 use std::error::Error;
 use std::fmt;
 use std::io::{self, ErrorKind, Read};
@@ -41,6 +42,9 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use mcpwire::sse::{DecodeError, Decoder, Item, ItemRef, Limits};
+
+/// How many spent read buffers an [`SseReader`] keeps to take back.
+const SPENT_SLOTS: usize = 3;
 
 /// Why [`SseReader`] could not yield an item.
 #[non_exhaustive]
@@ -97,9 +101,10 @@ impl From<DecodeError> for SseError {
 /// that one read filled whole is taken back ([`Bytes::try_into_mut`]), bytes and all, as
 /// soon as neither the decoder nor the caller holds any of it (an item dropped, a last
 /// event ID moved on), and the next read overwrites it. A buffer still shared is never
-/// written to; a new one is allocated instead. The reader holds at most
-/// two such buffers besides the one being filled, each at most
-/// [`read_size`](Self::read_size) bytes.
+/// written to; a new one is allocated instead. The reader keeps the last three such
+/// buffers to take back (an unfinished event and the last event ID can each hold one
+/// while the newest is still being decoded), so besides the one being filled it holds
+/// at most three, each at most [`read_size`](Self::read_size) bytes.
 ///
 /// At end of input (`read` returns 0) the decoder is finished: an unterminated event is
 /// discarded (SSE-PARSE-19) and the iterator ends. `ErrorKind::Interrupted` is retried.
@@ -116,13 +121,11 @@ pub struct SseReader<R> {
     decoder: Decoder,
     /// Initialised bytes ready to be read into; a read's bytes are split off its front.
     buf: BytesMut,
-    /// The last buffer that a read filled whole, pushed to the decoder: taken back for
-    /// reading once nothing else holds it.
-    spent: Option<Bytes>,
-    /// The one before it, kept because it was still held when `spent` was tried: the
-    /// decoder keeps the newest buffer alive for a while when a last event ID or the
-    /// start of an event read in it is a slice of it, until a later one replaces it.
-    held: Option<Bytes>,
+    /// Buffers that reads filled whole and handed to the decoder, oldest first (at most
+    /// [`SPENT_SLOTS`]): each is taken back for reading once nothing else holds it. The
+    /// decoder keeps a buffer alive while a last event ID or an unfinished event is a
+    /// slice of it, so the newest few are usually still held when a read needs space.
+    spent: VecDeque<Bytes>,
     read_size: usize,
 }
 
@@ -141,8 +144,7 @@ impl<R: Read> SseReader<R> {
             reader,
             decoder: Decoder::new(limits),
             buf: BytesMut::new(),
-            spent: None,
-            held: None,
+            spent: VecDeque::new(),
             read_size: Self::DEFAULT_READ_SIZE,
         }
     }
@@ -254,7 +256,11 @@ impl<R: Read> SseReader<R> {
             // The read filled the buffer: hand all of it over, and keep a handle to take
             // it back once the decoder and the caller are done with it.
             let chunk = std::mem::take(&mut self.buf).freeze();
-            self.spent = Some(chunk.clone());
+            if self.spent.len() == SPENT_SLOTS {
+                // Given up: it goes when its last holder does.
+                self.spent.pop_front();
+            }
+            self.spent.push_back(chunk.clone());
             chunk
         } else {
             self.buf.split_to(n).freeze()
@@ -280,20 +286,11 @@ impl<R: Read> SseReader<R> {
         // `try_into_mut` succeeds only for a unique handle: no item, no decoder state, no
         // other handle points into the buffer. Its length is what one read filled, so
         // at least a quarter of a read.
-        if let Some(spent) = self.spent.take() {
-            match spent.try_into_mut() {
-                Ok(buf) => {
-                    self.buf = buf;
-                    return;
-                }
-                // Still held: keep it for next time, and try the one before it, which
-                // is given up if it is still held too.
-                Err(spent) => {
-                    if let Some(Ok(buf)) = self.held.replace(spent).map(Bytes::try_into_mut) {
-                        self.buf = buf;
-                        return;
-                    }
-                }
+        if let Some(i) = self.spent.iter().position(Bytes::is_unique) {
+            let unique = self.spent.remove(i).map(Bytes::try_into_mut);
+            if let Some(Ok(buf)) = unique {
+                self.buf = buf;
+                return;
             }
         }
         self.buf.clear();
@@ -653,6 +650,50 @@ mod tests {
         bufs.dedup();
         // Two buffers in turn: each read goes into the one the last event ID left.
         assert_eq!(bufs.len(), 2, "61 reads into {} buffers", bufs.len());
+    }
+
+    #[test]
+    fn an_event_across_three_reads_leaves_the_buffers_to_take_back() {
+        // 48-byte events read 16 bytes at a time: while an event is unfinished the
+        // decoder holds the buffer its first `data` line is a slice of, and the last
+        // event ID holds another, so the newest few spent buffers are still held when a
+        // read needs space. The reader keeps enough of them to take one back every time:
+        // after the first few, no read gets a new (zeroed) buffer.
+        let mut input = Vec::new();
+        let mut expected = Vec::new();
+        for i in 0..60 {
+            let (x, y) = ("x".repeat(15), "y".repeat(14));
+            input.extend_from_slice(format!("id:{i:02}\ndata:{x}\ndata:{y}\n\n").as_bytes());
+            expected.push((format!("{i:02}"), format!("{x}\n{y}")));
+        }
+        assert_eq!(input.len(), 48 * 60);
+        let mut reader = SseReader::new(Spy::new(&input)).with_read_size(16);
+        let mut got = Vec::new();
+        for item in reader.by_ref() {
+            let Item::Event(event) = item.unwrap() else {
+                panic!("only events")
+            };
+            got.push((event.id().to_owned(), event.data().to_owned()));
+        }
+        assert_eq!(got, expected);
+        let spy = reader.into_inner();
+        assert_eq!(spy.bufs.len(), 181);
+        let fresh = spy.zeroed.iter().filter(|&&z| z).count();
+        assert!(fresh <= SPENT_SLOTS + 1, "{fresh} zeroed buffers");
+        // The fresh ones come while the first events fill the slots (reads 0, 1 and 4).
+        let at: Vec<usize> = (0..181).filter(|&i| spy.zeroed[i]).collect();
+        assert!(
+            at.iter().all(|&i| i < 2 * SPENT_SLOTS),
+            "zeroed at reads {at:?}"
+        );
+        let mut bufs = spy.bufs;
+        bufs.sort_unstable();
+        bufs.dedup();
+        assert!(
+            bufs.len() <= SPENT_SLOTS + 1,
+            "181 reads into {} buffers",
+            bufs.len()
+        );
     }
 
     #[test]
