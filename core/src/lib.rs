@@ -33,6 +33,10 @@
 //! - [`server`]: the sans-IO [`Server`](server::Server): Streamable HTTP (sessions, the GET
 //!   stream, resumable streams, SEP-1699 polling, heartbeats) and legacy HTTP+SSE on one
 //!   state machine, with every status-code and routing decision in it.
+//! - [`client`]: the sans-IO [`Client`](client::Client), the server's mirror.
+//! - [`app`]: what a server application answers itself (`initialize`, `ping`), a tool
+//!   table for `tools/list` and `tools/call`, progress: the adapters' application layers
+//!   run on it, so they hold no MCP method names.
 //!
 //! ## Unsafe code
 //!
@@ -55,6 +59,7 @@ mod entropy;
 mod utf8;
 mod version;
 
+pub mod app;
 pub mod client;
 pub mod jsonrpc;
 pub mod resume;

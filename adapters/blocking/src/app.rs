@@ -1,8 +1,10 @@
 //! A small application layer on the blocking [`server`](crate::server): a function per
 //! request, run on a pool of handler threads, with a [`Call`] that sends progress and
 //! notifications on that request's stream, asks the client ([`Call::request`]) and sees
-//! cancellation, and [`Tools`], a typed tool table. The blocking twin of `mcpwire_tokio::app`; not a full SDK: `initialize`,
-//! `ping`, `tools/list` and `tools/call`, and whatever else a [`Handler`] answers.
+//! cancellation, and [`Tools`], a typed tool table. The blocking twin of
+//! `mcpwire_tokio::app`; not a full SDK: `initialize`, `ping`, `tools/list` and
+//! `tools/call`, and whatever else a [`Handler`] answers. What those answers are is
+//! decided in [`mcpwire::app`], for both; this module runs the handlers on threads.
 //!
 //! Handlers run on threads of their own ([`ServeOptions::with_handlers`]), not on the
 //! server's workers: the worker that carries a request's SSE stream keeps writing the
@@ -14,46 +16,13 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use mcpwire::jsonrpc::{ErrorCode, Message, RawJson, RequestId};
+pub use mcpwire::app::{CallError, text_result};
+use mcpwire::app::{Route, ToolTable};
+use mcpwire::jsonrpc::{RawJson, RequestId};
 use mcpwire::server::{Event, IncomingRequest, RequestHandle, SendError, SessionId, Target};
 use serde_json::{Value, json};
 
 use crate::server::{Driver, ServeOptions, Sink};
-
-/// A JSON-RPC error answer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CallError {
-    /// The code.
-    pub code: ErrorCode,
-    /// The message.
-    pub message: String,
-}
-
-impl CallError {
-    /// -32602: the params do not fit the method.
-    pub fn invalid_params(message: impl Into<String>) -> Self {
-        Self {
-            code: ErrorCode::INVALID_PARAMS,
-            message: message.into(),
-        }
-    }
-
-    /// -32601: no such method (or tool).
-    pub fn not_found(message: impl Into<String>) -> Self {
-        Self {
-            code: ErrorCode::METHOD_NOT_FOUND,
-            message: message.into(),
-        }
-    }
-
-    /// -32603: the server failed.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self {
-            code: ErrorCode::INTERNAL_ERROR,
-            message: message.into(),
-        }
-    }
-}
 
 /// Server→client requests awaiting the client's response, by session and id.
 type Pending = Mutex<HashMap<(SessionId, RequestId), mpsc::Sender<Result<Value, CallError>>>>;
@@ -99,7 +68,7 @@ impl Call {
 
     /// `params._meta.progressToken`, if the client asked for progress.
     pub fn progress_token(&self) -> Option<&Value> {
-        self.params.as_ref()?.get("_meta")?.get("progressToken")
+        mcpwire::app::progress_token(self.params.as_ref())
     }
 
     /// Sends a notification related to this request (on its stream, HTTP-POST-9).
@@ -126,11 +95,8 @@ impl Call {
         let Some(token) = self.progress_token().cloned() else {
             return Ok(());
         };
-        let mut params = json!({"progressToken": token, "progress": progress});
-        if let Some(total) = total {
-            params["total"] = json!(total);
-        }
-        self.notify("notifications/progress", params)
+        let params = mcpwire::app::progress_params(token, progress, total);
+        self.notify(mcpwire::app::PROGRESS, params)
     }
 
     /// Sends a request to the client on this request's stream (`sampling/createMessage`,
@@ -207,7 +173,7 @@ impl Call {
 pub trait Handler: Send + Sync + 'static {
     /// `serverInfo` in the `InitializeResult`.
     fn server_info(&self) -> Value {
-        json!({"name": "mcpwire", "version": env!("CARGO_PKG_VERSION")})
+        mcpwire::app::default_server_info()
     }
 
     /// `capabilities` in the `InitializeResult`.
@@ -230,23 +196,13 @@ pub trait Handler: Send + Sync + 'static {
 /// The table entry of one tool.
 type ToolFn = Box<dyn Fn(&Call, Value) -> Result<Value, CallError> + Send + Sync>;
 
-struct Tool {
-    name: String,
-    description: String,
-    input_schema: Value,
-    run: ToolFn,
-}
-
 /// A [`Handler`] that serves `tools/list` and `tools/call` from a table.
 #[derive(Default)]
-pub struct Tools {
-    info: Option<Value>,
-    tools: Vec<Tool>,
-}
+pub struct Tools(ToolTable<ToolFn>);
 
 impl std::fmt::Debug for Tools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        let names: Vec<&str> = self.0.names().collect();
         f.debug_struct("Tools").field("tools", &names).finish()
     }
 }
@@ -260,7 +216,7 @@ impl Tools {
     /// Sets `serverInfo` (`{"name": …, "version": …}`).
     #[must_use]
     pub fn with_server_info(mut self, name: &str, version: &str) -> Self {
-        self.info = Some(json!({"name": name, "version": version}));
+        self.0.set_server_info(name, version);
         self
     }
 
@@ -279,62 +235,26 @@ impl Tools {
         A: serde::de::DeserializeOwned,
         F: Fn(&Call, A) -> Result<Value, CallError> + Send + Sync + 'static,
     {
-        self.tools.push(Tool {
-            name: name.into(),
-            description: description.into(),
-            input_schema,
-            run: Box::new(move |call, arguments| {
-                let arguments: A = serde_json::from_value(arguments)
-                    .map_err(|e| CallError::invalid_params(e.to_string()))?;
-                run(call, arguments)
-            }),
-        });
+        let run: ToolFn =
+            Box::new(move |call, arguments| run(call, mcpwire::app::tool_arguments(arguments)?));
+        self.0.push(name, description, input_schema, run);
         self
     }
 }
 
-/// A `CallToolResult` with one text item.
-pub fn text_result(text: &str) -> Value {
-    json!({"content": [{"type": "text", "text": text}]})
-}
-
 impl Handler for Tools {
     fn server_info(&self) -> Value {
-        self.info
-            .clone()
-            .unwrap_or_else(|| json!({"name": "mcpwire", "version": env!("CARGO_PKG_VERSION")}))
+        self.0.server_info()
     }
 
     fn capabilities(&self) -> Value {
-        json!({"tools": {}})
+        self.0.capabilities()
     }
 
     fn call(&self, call: &Call) -> Result<Value, CallError> {
-        match call.method() {
-            "tools/list" => {
-                let tools: Vec<Value> = self
-                    .tools
-                    .iter()
-                    .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
-                    .collect();
-                Ok(json!({"tools": tools}))
-            }
-            "tools/call" => {
-                let name = call
-                    .params()
-                    .and_then(|p| p.get("name"))
-                    .and_then(Value::as_str);
-                let Some(tool) = self.tools.iter().find(|t| Some(t.name.as_str()) == name) else {
-                    return Err(CallError::invalid_params(unknown_tool(name)));
-                };
-                let arguments = call
-                    .params()
-                    .and_then(|p| p.get("arguments"))
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                (tool.run)(call, arguments)
-            }
-            other => Err(CallError::not_found(format!("method {other:?} not found"))),
+        match self.0.route(call.method(), call.params()) {
+            Route::Answer(answer) => answer,
+            Route::Run(run, arguments) => run(call, arguments),
         }
     }
 }
@@ -376,7 +296,7 @@ impl App {
                 };
                 let waiter = lock(&self.pending).remove(&(session, id));
                 if let Some(tx) = waiter {
-                    let _ = tx.send(client_answer(&message.message()));
+                    let _ = tx.send(mcpwire::app::client_answer(&message.message()));
                 }
             }
             Event::RequestTimedOut { session, id } => {
@@ -404,15 +324,11 @@ impl App {
     /// Answers `initialize` and `ping` at once; queues anything else for a handler.
     fn start(&self, driver: &Driver, request: IncomingRequest) {
         let handle = request.handle();
-        let immediate = match request.method() {
-            "initialize" => Some(json!({
-                "protocolVersion": request.version().as_str(),
-                "capabilities": self.handler.capabilities(),
-                "serverInfo": self.handler.server_info(),
-            })),
-            "ping" => Some(json!({})),
-            _ => None,
-        };
+        let immediate = mcpwire::app::builtin_answer(
+            &request,
+            || self.handler.capabilities(),
+            || self.handler.server_info(),
+        );
         if let Some(result) = immediate {
             answer(driver, handle, Ok(result));
             return;
@@ -517,46 +433,6 @@ pub fn mount(handler: Arc<dyn Handler>, options: &ServeOptions) -> std::io::Resu
     }))
 }
 
-/// A client's response to a server request, as [`Call::request`] returns it.
-fn client_answer(message: &Message<'_>) -> Result<Value, CallError> {
-    match message {
-        Message::Response(r) => {
-            serde_json::from_str(r.result.as_str()).map_err(|e| CallError::internal(e.to_string()))
-        }
-        Message::Error(e) => Err(CallError {
-            code: e.error.code,
-            message: e.error.message.to_string(),
-        }),
-        _ => Err(CallError::internal("not a response")),
-    }
-}
-
 fn answer(driver: &Driver, handle: RequestHandle, result: Result<Value, CallError>) {
-    driver.with_server(|server, now| {
-        // An answer to a request no longer open (cancelled, session gone) is dropped.
-        let _ = match result {
-            Ok(value) => {
-                let text = value.to_string();
-                match RawJson::new(&text) {
-                    Ok(raw) => server.respond(now, handle, &raw),
-                    Err(_) => server.respond_error(
-                        now,
-                        handle,
-                        ErrorCode::INTERNAL_ERROR,
-                        "result is not JSON",
-                        None,
-                    ),
-                }
-            }
-            Err(e) => server.respond_error(now, handle, e.code, &e.message, None),
-        };
-    });
-}
-
-/// The message for a `tools/call` naming no tool of the table.
-fn unknown_tool(name: Option<&str>) -> String {
-    match name {
-        Some(name) => format!("no tool named {name:?}"),
-        None => "tools/call needs the tool's name in params.name".into(),
-    }
+    driver.with_server(|server, now| mcpwire::app::answer(server, now, handle, result));
 }

@@ -2,13 +2,18 @@
 //! [`Call`] that sends progress and notifications on that request's stream and sees
 //! cancellation, and [`Tools`], a typed tool table. Not a full SDK: `initialize`,
 //! `ping`, `tools/list` and `tools/call`, and whatever else a [`Handler`] answers.
+//!
+//! What those answers are is decided in [`mcpwire::app`], as for the blocking adapter's
+//! layer; this module runs the handlers as futures and carries their answers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use mcpwire::jsonrpc::{ErrorCode, Message, RawJson, RequestId};
+pub use mcpwire::app::{CallError, text_result};
+use mcpwire::app::{Route, ToolTable};
+use mcpwire::jsonrpc::{RawJson, RequestId};
 use mcpwire::server::{Event, IncomingRequest, RequestHandle, SendError, SessionId, Target};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -17,33 +22,6 @@ use crate::server::McpService;
 
 /// A boxed future, as handlers return.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-/// A JSON-RPC error answer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CallError {
-    /// The code.
-    pub code: ErrorCode,
-    /// The message.
-    pub message: String,
-}
-
-impl CallError {
-    /// -32602: the params do not fit the method.
-    pub fn invalid_params(message: impl Into<String>) -> Self {
-        Self {
-            code: ErrorCode::INVALID_PARAMS,
-            message: message.into(),
-        }
-    }
-
-    /// -32601: no such method (or tool).
-    pub fn not_found(message: impl Into<String>) -> Self {
-        Self {
-            code: ErrorCode::METHOD_NOT_FOUND,
-            message: message.into(),
-        }
-    }
-}
 
 /// Server→client requests awaiting the client's response, by session and id.
 type Pending =
@@ -87,7 +65,7 @@ impl Call {
 
     /// `params._meta.progressToken`, if the client asked for progress.
     pub fn progress_token(&self) -> Option<&Value> {
-        self.params.as_ref()?.get("_meta")?.get("progressToken")
+        mcpwire::app::progress_token(self.params.as_ref())
     }
 
     /// Sends a notification related to this request (on its stream, HTTP-POST-9).
@@ -114,11 +92,8 @@ impl Call {
         let Some(token) = self.progress_token().cloned() else {
             return Ok(());
         };
-        let mut params = json!({"progressToken": token, "progress": progress});
-        if let Some(total) = total {
-            params["total"] = json!(total);
-        }
-        self.notify("notifications/progress", params)
+        let params = mcpwire::app::progress_params(token, progress, total);
+        self.notify(mcpwire::app::PROGRESS, params)
     }
 
     /// Sends a request to the client on this request's stream (`sampling/createMessage`,
@@ -129,15 +104,11 @@ impl Call {
     /// The client's error response; -32603 when the request cannot be sent or this call
     /// was cancelled before the answer came.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, CallError> {
-        let internal = |message: String| CallError {
-            code: ErrorCode::INTERNAL_ERROR,
-            message,
-        };
         let session = self
             .session
-            .ok_or_else(|| internal("server requests need a session".into()))?;
+            .ok_or_else(|| CallError::internal("server requests need a session"))?;
         let text = params.to_string();
-        let raw = RawJson::new(&text).map_err(|_| internal("params are not JSON".into()))?;
+        let raw = RawJson::new(&text).map_err(|_| CallError::internal("params are not JSON"))?;
         let (tx, rx) = oneshot::channel();
         let handle = self.handle;
         // The lock is held while sending, so the response cannot come before the entry;
@@ -158,14 +129,14 @@ impl Call {
                 Err(e) => {
                     drop(pending);
                     self.service.deliver();
-                    return Err(internal(format!("cannot send {method}: {e:?}")));
+                    return Err(CallError::internal(format!("cannot send {method}: {e}")));
                 }
             }
         }
         self.service.deliver();
         tokio::select! {
-            answer = rx => answer.unwrap_or_else(|_| Err(internal(format!("{method}: no response")))),
-            () = self.cancelled() => Err(internal(format!("{method}: cancelled"))),
+            answer = rx => answer.unwrap_or_else(|_| Err(CallError::internal(format!("{method}: no response")))),
+            () = self.cancelled() => Err(CallError::internal(format!("{method}: cancelled"))),
         }
     }
 
@@ -185,7 +156,7 @@ impl Call {
 pub trait Handler: Send + Sync + 'static {
     /// `serverInfo` in the `InitializeResult`.
     fn server_info(&self) -> Value {
-        json!({"name": "mcpwire", "version": env!("CARGO_PKG_VERSION")})
+        mcpwire::app::default_server_info()
     }
 
     /// `capabilities` in the `InitializeResult`.
@@ -210,23 +181,13 @@ pub trait Handler: Send + Sync + 'static {
 /// The table entry of one tool.
 type ToolFn = Arc<dyn Fn(Call, Value) -> BoxFuture<Result<Value, CallError>> + Send + Sync>;
 
-struct Tool {
-    name: String,
-    description: String,
-    input_schema: Value,
-    run: ToolFn,
-}
-
 /// A [`Handler`] that serves `tools/list` and `tools/call` from a table.
 #[derive(Default)]
-pub struct Tools {
-    info: Option<Value>,
-    tools: Vec<Tool>,
-}
+pub struct Tools(ToolTable<ToolFn>);
 
 impl std::fmt::Debug for Tools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        let names: Vec<&str> = self.0.names().collect();
         f.debug_struct("Tools").field("tools", &names).finish()
     }
 }
@@ -240,7 +201,7 @@ impl Tools {
     /// Sets `serverInfo` (`{"name": …, "version": …}`).
     #[must_use]
     pub fn with_server_info(mut self, name: &str, version: &str) -> Self {
-        self.info = Some(json!({"name": name, "version": version}));
+        self.0.set_server_info(name, version);
         self
     }
 
@@ -260,69 +221,31 @@ impl Tools {
         Fut: Future<Output = Result<Value, CallError>> + Send + 'static,
     {
         let run = Arc::new(run);
-        self.tools.push(Tool {
-            name: name.into(),
-            description: description.into(),
-            input_schema,
-            run: Arc::new(move |call, arguments| {
-                let run = Arc::clone(&run);
-                Box::pin(async move {
-                    let arguments: A = serde_json::from_value(arguments)
-                        .map_err(|e| CallError::invalid_params(e.to_string()))?;
-                    run(call, arguments).await
-                })
-            }),
+        let run: ToolFn = Arc::new(move |call, arguments| {
+            let run = Arc::clone(&run);
+            Box::pin(async move {
+                let arguments: A = mcpwire::app::tool_arguments(arguments)?;
+                run(call, arguments).await
+            })
         });
+        self.0.push(name, description, input_schema, run);
         self
     }
 }
 
-/// A `CallToolResult` with one text item.
-pub fn text_result(text: &str) -> Value {
-    json!({"content": [{"type": "text", "text": text}]})
-}
-
 impl Handler for Tools {
     fn server_info(&self) -> Value {
-        self.info
-            .clone()
-            .unwrap_or_else(|| json!({"name": "mcpwire", "version": env!("CARGO_PKG_VERSION")}))
+        self.0.server_info()
     }
 
     fn capabilities(&self) -> Value {
-        json!({"tools": {}})
+        self.0.capabilities()
     }
 
     fn call(&self, call: Call) -> BoxFuture<Result<Value, CallError>> {
-        match call.method() {
-            "tools/list" => {
-                let tools: Vec<Value> = self
-                    .tools
-                    .iter()
-                    .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
-                    .collect();
-                Box::pin(async move { Ok(json!({"tools": tools})) })
-            }
-            "tools/call" => {
-                let name = call
-                    .params()
-                    .and_then(|p| p.get("name"))
-                    .and_then(Value::as_str);
-                let Some(tool) = self.tools.iter().find(|t| Some(t.name.as_str()) == name) else {
-                    let message = unknown_tool(name);
-                    return Box::pin(async move { Err(CallError::invalid_params(message)) });
-                };
-                let arguments = call
-                    .params()
-                    .and_then(|p| p.get("arguments"))
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                (tool.run)(call, arguments)
-            }
-            other => {
-                let message = format!("method {other:?} not found");
-                Box::pin(async move { Err(CallError::not_found(message)) })
-            }
+        match self.0.route(call.method(), call.params()) {
+            Route::Answer(answer) => Box::pin(async move { answer }),
+            Route::Run(run, arguments) => run(call, arguments),
         }
     }
 }
@@ -364,7 +287,7 @@ impl App {
                 };
                 let waiter = lock(&self.pending).remove(&(session, id));
                 if let Some(tx) = waiter {
-                    let _ = tx.send(client_answer(&message.message()));
+                    let _ = tx.send(mcpwire::app::client_answer(&message.message()));
                 }
             }
             Event::Cancelled { request, .. } => {
@@ -400,15 +323,11 @@ impl App {
     /// Answers `initialize` and `ping` at once; runs the handler for anything else.
     fn start(&self, service: &McpService, request: IncomingRequest) {
         let handle = request.handle();
-        let immediate = match request.method() {
-            "initialize" => Some(json!({
-                "protocolVersion": request.version().as_str(),
-                "capabilities": self.handler.capabilities(),
-                "serverInfo": self.handler.server_info(),
-            })),
-            "ping" => Some(json!({})),
-            _ => None,
-        };
+        let immediate = mcpwire::app::builtin_answer(
+            &request,
+            || self.handler.capabilities(),
+            || self.handler.server_info(),
+        );
         if let Some(result) = immediate {
             answer(service, handle, Ok(result));
             return;
@@ -450,10 +369,7 @@ impl App {
         let result = match first {
             Ok(std::task::Poll::Ready(result)) => Some(result),
             Ok(std::task::Poll::Pending) => None,
-            Err(_) => Some(Err(CallError {
-                code: ErrorCode::INTERNAL_ERROR,
-                message: "the handler panicked".into(),
-            })),
+            Err(_) => Some(Err(CallError::internal("the handler panicked"))),
         };
         // Answered before it leaves `open`: a cancel the core still takes for it finds it
         // there, and none comes after (the core takes none for an answered request).
@@ -525,52 +441,8 @@ pub fn mount_sharded(
     })
 }
 
-/// A client's response to a server request, as [`Call::request`] returns it.
-fn client_answer(message: &Message<'_>) -> Result<Value, CallError> {
-    match message {
-        Message::Response(r) => serde_json::from_str(r.result.as_str()).map_err(|e| CallError {
-            code: ErrorCode::INTERNAL_ERROR,
-            message: e.to_string(),
-        }),
-        Message::Error(e) => Err(CallError {
-            code: e.error.code,
-            message: e.error.message.to_string(),
-        }),
-        _ => Err(CallError {
-            code: ErrorCode::INTERNAL_ERROR,
-            message: "not a response".into(),
-        }),
-    }
-}
-
 fn answer(service: &McpService, handle: RequestHandle, result: Result<Value, CallError>) {
-    service.with_server(|server, now| {
-        // An answer to a request no longer open (cancelled, session gone) is dropped.
-        let _ = match result {
-            Ok(value) => {
-                let text = value.to_string();
-                match RawJson::new(&text) {
-                    Ok(raw) => server.respond(now, handle, &raw),
-                    Err(_) => server.respond_error(
-                        now,
-                        handle,
-                        ErrorCode::INTERNAL_ERROR,
-                        "result is not JSON",
-                        None,
-                    ),
-                }
-            }
-            Err(e) => server.respond_error(now, handle, e.code, &e.message, None),
-        };
-    });
-}
-
-/// The message for a `tools/call` naming no tool of the table.
-fn unknown_tool(name: Option<&str>) -> String {
-    match name {
-        Some(name) => format!("no tool named {name:?}"),
-        None => "tools/call needs the tool's name in params.name".into(),
-    }
+    service.with_server(|server, now| mcpwire::app::answer(server, now, handle, result));
 }
 
 #[cfg(test)]
