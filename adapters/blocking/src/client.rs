@@ -66,8 +66,9 @@
 //! core like any other (`http_status_as_error(false)`), redirects are not followed, and
 //! no content coding is offered (gzip would buffer SSE). No timeout bounds a whole
 //! request or body (an SSE stream may last for hours); [`ClientOptions::with_read_timeout`]
-//! is an optional idle watchdog per read. Plain `http://` only: ureq's TLS features are
-//! off, so an `https://` endpoint fails as a broken exchange would.
+//! is an optional idle watchdog per read. `https://` endpoints go over rustls (on
+//! aws-lc-rs), trusting Mozilla's roots built in (webpki-roots) unless
+//! [`ClientOptions::with_root_certificates`] names others.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read};
@@ -195,6 +196,8 @@ pub struct ClientOptions {
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
     read_size: usize,
+    /// The DER root certificates to trust instead of Mozilla's.
+    roots: Option<Vec<Vec<u8>>>,
 }
 
 impl Default for ClientOptions {
@@ -212,6 +215,7 @@ impl ClientOptions {
             connect_timeout: Some(Duration::from_secs(10)),
             read_timeout: None,
             read_size: 16 << 10,
+            roots: None,
         }
     }
 
@@ -243,6 +247,31 @@ impl ClientOptions {
     pub fn with_read_size(mut self, bytes: usize) -> Self {
         self.read_size = bytes.max(1);
         self
+    }
+
+    /// Trusts exactly these root certificates (DER) for `https://` endpoints, instead of
+    /// Mozilla's: a private CA, or a test server's own. One that does not parse is
+    /// skipped; with none left no server is trusted.
+    pub fn with_root_certificates(mut self, roots: impl IntoIterator<Item = Vec<u8>>) -> Self {
+        self.roots = Some(roots.into_iter().collect());
+        self
+    }
+
+    /// ureq's TLS settings for these options.
+    fn tls(&self) -> ureq::tls::TlsConfig {
+        use ureq::tls::{Certificate, RootCerts, TlsConfig};
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let roots = match &self.roots {
+            None => RootCerts::WebPki,
+            Some(roots) => roots
+                .iter()
+                .map(|der| Certificate::from_der(der).to_owned())
+                .into(),
+        };
+        TlsConfig::builder()
+            .unversioned_rustls_crypto_provider(provider)
+            .root_certs(roots)
+            .build()
     }
 }
 
@@ -637,6 +666,7 @@ impl McpClient {
             .http_status_as_error(false)
             .max_redirects(0)
             .timeout_connect(options.connect_timeout)
+            .tls_config(options.tls())
             .timeout_per_read(options.read_timeout)
             .build();
         let (messages, rx) = mpsc::channel();

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use mcpwire::client::Config;
-use mcpwire_tokio::client::{McpClient, ServerMessage};
+use mcpwire_tokio::client::{ClientOptions, McpClient, ServerMessage};
 use serde_json::{Value, json};
 
 use crate::{block_on, os_entropy, print_help, usage_error};
@@ -18,7 +18,7 @@ mcpwire call: call one tool of an MCP server and print the result
 
 Usage: mcpwire call [OPTIONS] URL TOOL [JSON-ARGS]
 
-  URL         the server's MCP endpoint, e.g. http://127.0.0.1:8080/mcp
+  URL         the server's MCP endpoint, e.g. http://127.0.0.1:8080/mcp (http or https)
   TOOL        the tool's name
   JSON-ARGS   its arguments, a JSON object (default {})
 
@@ -28,6 +28,8 @@ Options:
   --timeout-ms N   give up after N ms (default 60000)
   --blocking       use the blocking client (mcpwire-blocking, on ureq and threads)
                    instead of the tokio one: the same core, so the same exchanges
+  --cacert FILE    for https, trust the root certificates in this PEM file instead
+                   of the built-in Mozilla roots (a private CA, a test server's)
   -h, --help       print this help
 
 Prints one line per progress notification on stderr, then the result as JSON on
@@ -43,6 +45,8 @@ struct Options {
     timeout: Duration,
     legacy: bool,
     blocking: bool,
+    /// The root certificates of `--cacert` (DER), if given.
+    roots: Option<Vec<Vec<u8>>>,
 }
 
 fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
@@ -50,12 +54,17 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
     let mut timeout = Duration::from_secs(60);
     let mut legacy = false;
     let mut blocking = false;
+    let mut roots = None;
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => return Ok(None),
             "--legacy" => legacy = true,
             "--blocking" => blocking = true,
+            "--cacert" => {
+                let path = args.next().ok_or("--cacert needs a PEM file")?;
+                roots = Some(read_roots(&path)?);
+            }
             "--timeout-ms" => {
                 let v = args.next().ok_or("--timeout-ms needs milliseconds")?;
                 let ms: u64 = v
@@ -71,8 +80,8 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
         return Err("needs URL and TOOL".into());
     };
     let url: http::Uri = url.parse().map_err(|_| format!("'{url}' is not a URL"))?;
-    if url.scheme_str() != Some("http") || url.authority().is_none() {
-        return Err(format!("'{url}' is not an http:// URL"));
+    if !matches!(url.scheme_str(), Some("http" | "https")) || url.authority().is_none() {
+        return Err(format!("'{url}' is not an http:// or https:// URL"));
     }
     let args = match rest {
         [] => json!({}),
@@ -89,7 +98,23 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
         timeout,
         legacy,
         blocking,
+        roots,
     }))
+}
+
+/// The certificates of the PEM file at `path`, as DER.
+fn read_roots(path: &str) -> Result<Vec<Vec<u8>>, String> {
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject;
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("--cacert: cannot read {path}: {e}"))?
+        .map(|cert| cert.map(|c| c.to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("--cacert: {path}: {e}"))?;
+    if certs.is_empty() {
+        return Err(format!("--cacert: no certificate in {path}"));
+    }
+    Ok(certs)
 }
 
 pub(crate) fn main(args: &[OsString]) -> ExitCode {
@@ -158,16 +183,21 @@ fn outcome<E: std::fmt::Display>(result: Result<Value, E>) -> ExitCode {
 /// timeout bounds the handshake (the core's connect timeout) and then the call (its
 /// deadline in the core); `close` waits 2 s at most.
 fn run_blocking(options: &Options) -> ExitCode {
-    use mcpwire_blocking::client::{McpClient, ServerMessage};
+    use mcpwire_blocking::client::{ClientOptions, McpClient, ServerMessage};
     let started = std::time::Instant::now();
     let config = config(options).with_connect_timeout(options.timeout);
-    let (client, messages) = match McpClient::connect(config, Box::new(os_entropy)) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("{PROG}: cannot connect to {}: {e}", options.url);
-            return ExitCode::FAILURE;
-        }
-    };
+    let mut connect_options = ClientOptions::new();
+    if let Some(roots) = &options.roots {
+        connect_options = connect_options.with_root_certificates(roots.iter().cloned());
+    }
+    let (client, messages) =
+        match McpClient::connect_with(config, Box::new(os_entropy), connect_options) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("{PROG}: cannot connect to {}: {e}", options.url);
+                return ExitCode::FAILURE;
+            }
+        };
     eprintln!(
         "{PROG}: connected ({}, {:?}, blocking)",
         client.version(),
@@ -191,13 +221,18 @@ fn run_blocking(options: &Options) -> ExitCode {
 
 async fn run(options: &Options) -> ExitCode {
     let config = config(options);
-    let (client, mut messages) = match McpClient::connect(config, Box::new(os_entropy)).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("{PROG}: cannot connect to {}: {e}", options.url);
-            return ExitCode::FAILURE;
-        }
-    };
+    let mut connect_options = ClientOptions::new();
+    if let Some(roots) = &options.roots {
+        connect_options = connect_options.with_root_certificates(roots.iter().cloned());
+    }
+    let (client, mut messages) =
+        match McpClient::connect_with(config, Box::new(os_entropy), connect_options).await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("{PROG}: cannot connect to {}: {e}", options.url);
+                return ExitCode::FAILURE;
+            }
+        };
     eprintln!(
         "{PROG}: connected ({}, {:?})",
         client.version(),

@@ -1,7 +1,9 @@
 //! The client side: [`McpClient`], the client core ([`mcpwire::client::Client`]) driven
 //! over hyper-util's HTTP/1.1 client, whose keep-alive pool reuses connections across
 //! exchanges (`TCP_NODELAY` set); a long-lived GET stream holds its connection and the
-//! pool opens others beside it.
+//! pool opens others beside it. `https://` endpoints go over rustls (on aws-lc-rs), trusting
+//! Mozilla's roots built in (webpki-roots) unless [`ClientOptions::with_root_certificates`]
+//! names others.
 //!
 //! One driver task owns the core: it sends the core's requests, feeds it their response
 //! heads, bodies and failures, sleeps until its deadline, and turns its events into
@@ -17,6 +19,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper_rustls::{ConfigBuilderExt, HttpsConnector};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use mcpwire::Entropy;
@@ -177,6 +180,19 @@ impl McpClient {
         config: Config,
         entropy: Box<dyn Entropy + Send>,
     ) -> Result<(Self, mpsc::UnboundedReceiver<ServerMessage>), RequestError> {
+        Self::connect_with(config, entropy, ClientOptions::new()).await
+    }
+
+    /// [`connect`](Self::connect) with the adapter's own options.
+    ///
+    /// # Errors
+    /// As [`connect`](Self::connect).
+    pub async fn connect_with(
+        config: Config,
+        entropy: Box<dyn Entropy + Send>,
+        options: ClientOptions,
+    ) -> Result<(Self, mpsc::UnboundedReceiver<ServerMessage>), RequestError> {
+        let http = http_client(&options);
         let shared = Arc::new(Shared {
             core: Mutex::new(Client::new(config, entropy)),
             wake: Notify::new(),
@@ -190,7 +206,7 @@ impl McpClient {
         let (messages, rx) = mpsc::unbounded_channel();
         let (connected_tx, connected_rx) = oneshot::channel();
         shared.with(|c, now| c.connect(now));
-        let driver = tokio::spawn(drive(Arc::clone(&shared), messages, connected_tx));
+        let driver = tokio::spawn(drive(Arc::clone(&shared), http, messages, connected_tx));
         let driver = Arc::new(DriverGuard(driver));
         match connected_rx.await {
             Ok(Ok(())) => Ok((
@@ -329,13 +345,60 @@ enum Report {
 /// The outcome of the first handshake (the negotiated revision is in `Shared`).
 type Connected = oneshot::Sender<Result<(), RequestError>>;
 
-/// The connection pool every exchange of one [`McpClient`] goes through.
-type HttpClient = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
+/// How the adapter connects.
+#[derive(Clone, Debug, Default)]
+#[must_use]
+pub struct ClientOptions {
+    /// The DER root certificates to trust instead of Mozilla's.
+    roots: Option<Vec<Vec<u8>>>,
+}
 
-/// An HTTP/1.1 keep-alive pool whose connections set `TCP_NODELAY`.
-fn http_client() -> HttpClient {
+impl ClientOptions {
+    /// The defaults: Mozilla's root certificates (webpki-roots) for `https://`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Trusts exactly these root certificates (DER) for `https://` endpoints, instead of
+    /// Mozilla's: a private CA, or a test server's own. One that does not parse is
+    /// skipped; with none left no server is trusted.
+    pub fn with_root_certificates(mut self, roots: impl IntoIterator<Item = Vec<u8>>) -> Self {
+        self.roots = Some(roots.into_iter().collect());
+        self
+    }
+}
+
+/// The connection pool every exchange of one [`McpClient`] goes through.
+type HttpClient = hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// An HTTP/1.1 keep-alive pool whose connections set `TCP_NODELAY`, plain or over TLS as
+/// the URL says.
+fn http_client(options: &ClientOptions) -> HttpClient {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
+    // `https` URLs go to the TLS layer, so the TCP connector must not refuse them.
+    connector.enforce_http(false);
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("aws-lc-rs supports rustls's default protocol versions");
+    let tls = match &options.roots {
+        None => tls.with_webpki_roots(),
+        Some(roots) => {
+            let mut store = rustls::RootCertStore::empty();
+            store.add_parsable_certificates(
+                roots
+                    .iter()
+                    .map(|der| rustls::pki_types::CertificateDer::from(der.clone())),
+            );
+            tls.with_root_certificates(store)
+        }
+    };
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls.with_no_client_auth())
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(connector);
     hyper_util::client::legacy::Client::builder(TokioExecutor::new())
         .pool_timer(TokioTimer::new())
         .build(connector)
@@ -343,11 +406,11 @@ fn http_client() -> HttpClient {
 
 async fn drive(
     shared: Arc<Shared>,
+    http: HttpClient,
     messages: mpsc::UnboundedSender<ServerMessage>,
     connected: Connected,
 ) {
     let mut connected = Some(connected);
-    let http = http_client();
     let (reports_tx, mut reports) = mpsc::unbounded_channel::<Report>();
     let mut tasks: HashMap<ExchangeId, JoinHandle<()>> = HashMap::new();
     loop {
