@@ -1058,3 +1058,71 @@ fn a_refused_resume_of_the_get_stream_is_reported_and_a_fresh_one_opened() {
     assert_eq!(head.method, "GET");
     assert_eq!(header(&head, "last-event-id"), None, "a fresh stream");
 }
+
+#[test]
+fn sec_5_configured_headers_go_on_every_request_and_set_header_changes_the_later_ones() {
+    use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
+    use std::sync::{Arc, Mutex};
+    let key = HeaderName::from_static("x-api-key");
+    let config = client::Config::new(Pair::endpoint())
+        .with_header(AUTHORIZATION, HeaderValue::from_static("Bearer one"))
+        .with_header(key.clone(), HeaderValue::from_static("k"))
+        // The transport's own header: replaced by the client's.
+        .with_header(http::header::ACCEPT, HeaderValue::from_static("text/plain"));
+    let mut p = Pair::new(server::Config::new(), config);
+    // The server takes the one token it currently accepts.
+    let accepted = Arc::new(Mutex::new("Bearer one"));
+    p.server.set_authorizer(Some(Box::new({
+        let accepted = Arc::clone(&accepted);
+        move |head: &http::request::Parts| {
+            let want = *accepted.lock().unwrap();
+            if header(head, "authorization") == Some(want) {
+                Ok(())
+            } else {
+                Err(server::Refusal::unauthorized(
+                    "https://as.example/prm",
+                    None,
+                ))
+            }
+        }
+    })));
+    p.connect();
+    assert!(
+        p.requests.iter().any(|r| r.method == "GET"),
+        "the GET stream"
+    );
+    for head in &p.requests {
+        assert_eq!(
+            header(head, "authorization"),
+            Some("Bearer one"),
+            "{head:?}"
+        );
+        assert_eq!(header(head, "x-api-key"), Some("k"), "{head:?}");
+        let accept = header(head, "accept").unwrap_or_default();
+        assert!(accept.contains("event-stream"), "{head:?}");
+    }
+    // The token expires: a call fails with the server's challenge (SEC-6)…
+    *accepted.lock().unwrap() = "Bearer two";
+    call(&mut p);
+    assert!(
+        matches!(
+            failures(&mut p)[..],
+            [RequestError::Unauthorized { challenge: Some(_) }]
+        ),
+        "{:?}",
+        p.client_events
+    );
+    // …and the next one, sent with the refreshed token, goes through.
+    p.client
+        .set_header(AUTHORIZATION, Some(HeaderValue::from_static("Bearer two")));
+    p.client.set_header(key, None);
+    let sent = p.requests.len();
+    call(&mut p);
+    let request = p.take_server_request();
+    answer(&mut p, &request);
+    assert_eq!(responses(&mut p).len(), 1, "{:?}", p.client_events);
+    let later = &p.requests[sent];
+    assert_eq!(header(later, "authorization"), Some("Bearer two"));
+    assert_eq!(header(later, "x-api-key"), None);
+    assert_eq!(later.headers.get_all(AUTHORIZATION).iter().count(), 1);
+}

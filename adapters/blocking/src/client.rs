@@ -723,6 +723,15 @@ impl McpClient {
         self.shared.lock().negotiated.1
     }
 
+    /// Sets the header `name` of every later request to `value`, or removes it (`None`):
+    /// a refreshed `Authorization` token after a call failed with
+    /// `CallError::Request(RequestError::Unauthorized { .. })`, say. Headers for every
+    /// request from the start go in the [`Config`] ([`Config::with_header`]); see
+    /// [`Client::set_header`] for what stays the transport's.
+    pub fn set_header(&self, name: http::HeaderName, value: Option<http::HeaderValue>) {
+        self.shared.lock().core.set_header(name, value);
+    }
+
     /// The `Mcp-Session-Id` the server issued, if any (it changes after a
     /// re-initialization).
     pub fn session_id(&self) -> Option<String> {

@@ -30,6 +30,9 @@ Options:
                    instead of the tokio one: the same core, so the same exchanges
   --cacert FILE    for https, trust the root certificates in this PEM file instead
                    of the built-in Mozilla roots (a private CA, a test server's)
+  -H, --header 'NAME: VALUE'
+                   send this header with every request, e.g. 'Authorization: Bearer
+                   TOKEN' (repeatable; the transport's own headers stay its own)
   -h, --help       print this help
 
 Prints one line per progress notification on stderr, then the result as JSON on
@@ -47,6 +50,8 @@ struct Options {
     blocking: bool,
     /// The root certificates of `--cacert` (DER), if given.
     roots: Option<Vec<Vec<u8>>>,
+    /// The `--header`s, in order.
+    headers: Vec<(http::HeaderName, http::HeaderValue)>,
 }
 
 fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
@@ -55,12 +60,17 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
     let mut legacy = false;
     let mut blocking = false;
     let mut roots = None;
+    let mut headers = Vec::new();
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => return Ok(None),
             "--legacy" => legacy = true,
             "--blocking" => blocking = true,
+            "-H" | "--header" => {
+                let header = args.next().ok_or("--header needs 'NAME: VALUE'")?;
+                headers.push(parse_header(&header)?);
+            }
             "--cacert" => {
                 let path = args.next().ok_or("--cacert needs a PEM file")?;
                 roots = Some(read_roots(&path)?);
@@ -99,7 +109,20 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
         legacy,
         blocking,
         roots,
+        headers,
     }))
+}
+
+/// A `--header` argument, `NAME: VALUE`.
+fn parse_header(arg: &str) -> Result<(http::HeaderName, http::HeaderValue), String> {
+    let (name, value) = arg
+        .split_once(':')
+        .ok_or_else(|| format!("--header: '{arg}' is not 'NAME: VALUE'"))?;
+    let name = http::HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| format!("--header: '{}' is not a header name", name.trim()))?;
+    let value = http::HeaderValue::from_str(value.trim())
+        .map_err(|_| format!("--header: the value of {name} is not a header value"))?;
+    Ok((name, value))
 }
 
 /// The certificates of the PEM file at `path`, as DER.
@@ -138,9 +161,15 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
 }
 
 fn config(options: &Options) -> Config {
-    Config::new(options.url.clone())
+    let config = Config::new(options.url.clone())
         .with_legacy_only(options.legacy)
-        .with_client_info("mcpwire-call", env!("CARGO_PKG_VERSION"))
+        .with_client_info("mcpwire-call", env!("CARGO_PKG_VERSION"));
+    options
+        .headers
+        .iter()
+        .fold(config, |config, (name, value)| {
+            config.with_header(name.clone(), value.clone())
+        })
 }
 
 fn call_params(options: &Options) -> Value {

@@ -25,6 +25,7 @@ pub struct Config {
     pub(super) max_retry: Duration,
     pub(super) connect_timeout: Duration,
     pub(super) legacy_only: bool,
+    pub(super) headers: http::HeaderMap,
 }
 
 impl Config {
@@ -53,7 +54,20 @@ impl Config {
             max_retry: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(30),
             legacy_only: false,
+            headers: http::HeaderMap::new(),
         }
+    }
+
+    /// Adds a header to every request the client sends (POST, GET, DELETE; resumes and
+    /// the legacy transport's too): `Authorization: Bearer …` (SEC-5), say, or a
+    /// gateway's key. Appended, so a name may repeat. The headers the transport itself
+    /// sets (`Host`, `Accept`, `Content-Type`, `Mcp-Session-Id`, `MCP-Protocol-Version`,
+    /// `Last-Event-ID`) are the client's: one of those names here is replaced.
+    /// [`Client::set_header`](super::Client::set_header) changes one later (a refreshed
+    /// token).
+    pub fn with_header(mut self, name: http::HeaderName, value: http::HeaderValue) -> Self {
+        self.headers.append(name, value);
+        self
     }
 
     /// The revision offered in `initialize` (JSONRPC-11).

@@ -204,6 +204,22 @@ impl Client {
         self.transport
     }
 
+    /// Sets the header `name` of every later request to `value` (replacing every value
+    /// it had), or removes it (`None`): a refreshed `Authorization` token after a call
+    /// failed with [`RequestError::Unauthorized`], say. Requests already sent keep what
+    /// they had; a stream resumed from now on carries the new value. As with
+    /// [`Config::with_header`], the transport's own headers are not the application's.
+    pub fn set_header(&mut self, name: http::HeaderName, value: Option<HeaderValue>) {
+        match value {
+            Some(value) => {
+                self.config.headers.insert(name, value);
+            }
+            None => {
+                self.config.headers.remove(name);
+            }
+        }
+    }
+
     /// The `Mcp-Session-Id` the server issued, if any.
     pub fn session_id(&self) -> Option<&str> {
         self.session.as_ref().and_then(|v| v.to_str().ok())

@@ -1,0 +1,134 @@
+//! `mcpwire call --header` with each client (tokio, `--blocking`) against an in-process
+//! server (the reference tools on mcpwire-tokio) whose authorization hook takes one
+//! bearer token (SEC-4, SEC-5): without the header the call fails with the server's
+//! `WWW-Authenticate` challenge (SEC-6), with it the call goes through, the header
+//! carried on every request of the session (the handshake, the GET stream, the call,
+//! the DELETE). Loopback only; the server stops with the test's runtime.
+
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
+
+const TOKEN: &str = "Bearer s3cret";
+
+/// Session ids for the test's server: distinct, not secret.
+fn counter_entropy(dst: &mut [u8]) {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static NEXT: AtomicU8 = AtomicU8::new(1);
+    for b in dst {
+        *b = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The server, and every request head it authorized or refused: (method, authorized).
+struct Guarded {
+    url: String,
+    seen: Arc<Mutex<Vec<(String, bool)>>>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+fn serve_guarded() -> Guarded {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("a loopback port");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("its address"));
+    let service = {
+        let _entered = runtime.enter();
+        mcpwire_tokio::app::mount(
+            mcpwire_cli::reference::config(&[] as &[&str]).expect("the default config"),
+            Box::new(counter_entropy),
+            Arc::new(mcpwire_cli::reference::tools()),
+        )
+    };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    service.with_server(|server, _| {
+        let seen = Arc::clone(&seen);
+        server.set_authorizer(Some(Box::new(move |head: &http::request::Parts| {
+            let ok = head
+                .headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                == Some(TOKEN);
+            seen.lock().unwrap().push((head.method.to_string(), ok));
+            if ok {
+                Ok(())
+            } else {
+                Err(mcpwire::server::Refusal::unauthorized(
+                    "https://as.example/prm",
+                    None,
+                ))
+            }
+        })));
+    });
+    runtime.spawn(mcpwire_tokio::server::serve(listener, service));
+    Guarded {
+        url,
+        seen,
+        _runtime: runtime,
+    }
+}
+
+fn call(url: &str, extra: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .args(["call", "--timeout-ms", "20000"])
+        .args(extra)
+        .args([url, "echo", r#"{"text":"hi"}"#])
+        .output()
+        .expect("mcpwire call runs")
+}
+
+#[test]
+fn sec_5_sec_6_mcpwire_call_sends_its_header_on_every_request_and_reports_a_refusal() {
+    for (client, flags) in [("tokio", &[][..]), ("blocking", &["--blocking"][..])] {
+        let server = serve_guarded();
+        let out = call(&server.url, flags);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{client}: {stderr}");
+        assert!(
+            stderr.contains(r#"unauthorized: Bearer resource_metadata="https://as.example/prm""#),
+            "{client}: {stderr}"
+        );
+        server.seen.lock().unwrap().clear();
+        let with_token: Vec<&str> = flags
+            .iter()
+            .copied()
+            .chain(["-H", "authorization: Bearer s3cret"])
+            .collect();
+        let out = call(&server.url, &with_token);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{client}: {stderr}");
+        assert!(stdout.contains(r#""text":"hi""#), "{client}: {stdout}");
+        let seen = server.seen.lock().unwrap().clone();
+        assert!(seen.iter().all(|(_, ok)| *ok), "{client}: {seen:?}");
+        let methods: Vec<&str> = seen.iter().map(|(m, _)| m.as_str()).collect();
+        // initialize, notifications/initialized, tools/call; the GET stream; the DELETE.
+        assert_eq!(
+            methods.iter().filter(|m| **m == "POST").count(),
+            3,
+            "{client}: {methods:?}"
+        );
+        assert!(methods.contains(&"GET"), "{client}: {methods:?}");
+        assert!(methods.contains(&"DELETE"), "{client}: {methods:?}");
+    }
+}
+
+#[test]
+fn a_header_that_is_not_name_colon_value_is_a_usage_error() {
+    for (arg, says) in [
+        ("no colon", "is not 'NAME: VALUE'"),
+        ("bad name: x", "is not a header name"),
+        ("x-a: line\nbreak", "is not a header value"),
+    ] {
+        let out = call("http://127.0.0.1:1/mcp", &["--header", arg]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{arg:?}: {stderr}");
+        assert!(stderr.contains(says), "{arg:?}: {stderr}");
+    }
+}
