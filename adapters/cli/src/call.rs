@@ -26,6 +26,8 @@ Options:
   --legacy         speak only the legacy HTTP+SSE transport (URL is its SSE endpoint);
                    without it, a 400/404/405 to the first POST falls back to it anyway
   --timeout-ms N   give up after N ms (default 60000)
+  --no-get-stream  do not open the standalone GET stream for server-initiated messages
+                   (a call's own messages come on its POST's stream either way)
   --blocking       use the blocking client (mcpwire-blocking, on ureq and threads)
                    instead of the tokio one: the same core, so the same exchanges
   --cacert FILE    for https, trust the root certificates in this PEM file instead
@@ -48,6 +50,7 @@ struct Options {
     timeout: Duration,
     legacy: bool,
     blocking: bool,
+    get_stream: bool,
     /// The root certificates of `--cacert` (DER), if given.
     roots: Option<Vec<Vec<u8>>>,
     /// The `--header`s, in order.
@@ -59,6 +62,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
     let mut timeout = Duration::from_secs(60);
     let mut legacy = false;
     let mut blocking = false;
+    let mut get_stream = true;
     let mut roots = None;
     let mut headers = Vec::new();
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
@@ -67,6 +71,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
             "-h" | "--help" => return Ok(None),
             "--legacy" => legacy = true,
             "--blocking" => blocking = true,
+            "--no-get-stream" => get_stream = false,
             "-H" | "--header" => {
                 let header = args.next().ok_or("--header needs 'NAME: VALUE'")?;
                 headers.push(parse_header(&header)?);
@@ -108,6 +113,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
         timeout,
         legacy,
         blocking,
+        get_stream,
         roots,
         headers,
     }))
@@ -163,6 +169,7 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
 fn config(options: &Options) -> Config {
     let config = Config::new(options.url.clone())
         .with_legacy_only(options.legacy)
+        .with_get_stream(options.get_stream)
         .with_client_info("mcpwire-call", env!("CARGO_PKG_VERSION"));
     options
         .headers

@@ -1,6 +1,7 @@
 //! The official MCP conformance suite (npm `@modelcontextprotocol/conformance`, pinned in
 //! `tests/interop/package.json`): its server scenarios (the active suite and the pending two) against
-//! `mcpwire serve --conformance`.
+//! `mcpwire serve --conformance`, and its transport client scenarios against `mcpwire
+//! call` with each client (`tests/interop/conformance-client.mjs` picks the tool).
 //!
 //! Needs Node.js and npm on `PATH`, as the TypeScript SDK interop tests do; fails (never
 //! skips) without them. On Node.js 20 the suite starts through
@@ -95,4 +96,66 @@ fn conformance_server_scenarios_against_serve_conformance() {
         "exit status {}",
         out.status
     );
+}
+
+/// The suite's client scenarios that test the transport, each run against `mcpwire call`
+/// with the tokio client and with `--blocking`: the handshake, a tool call, and SEP-1699
+/// (RESUME-4, RESUME-11): a POST stream closed after its priming event is resumed with
+/// `Last-Event-ID` after the server's `retry`, within the suite's tolerance. Not run:
+/// `elicitation-sep1034-client-defaults` (answering a server's elicitation is the
+/// application's part; `mcpwire call` declines none and accepts none) and the `auth/*`
+/// scenarios (the OAuth flows are the application's: the client reports the server's
+/// challenge and sends the headers it is given).
+#[test]
+fn resume_4_resume_11_conformance_client_scenarios_against_mcpwire_call() {
+    let dir = sdk();
+    for flags in ["", "--blocking"] {
+        for scenario in ["initialize", "tools_call", "sse-retry"] {
+            let out = run_bounded(
+                Command::new("node")
+                    .args([
+                        "--import",
+                        "./conformance-shim.mjs",
+                        SUITE_JS,
+                        "client",
+                        "--command",
+                        "node conformance-client.mjs",
+                        "--scenario",
+                        scenario,
+                    ])
+                    .env("MCPWIRE_BIN", common::BIN)
+                    .env("MCPWIRE_CALL_FLAGS", flags)
+                    .current_dir(dir),
+                SUITE,
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            // The suite prints its results on stderr.
+            let passed = stderr
+                .lines()
+                .chain(stdout.lines())
+                .find_map(|l| l.strip_prefix("Passed: "))
+                .unwrap_or_else(|| panic!("{scenario} {flags}: no result\n{stdout}\n{stderr}"));
+            let (counts, rest) = passed.split_once(',').expect("Passed: N/M, …");
+            let (n, m) = counts.split_once('/').expect("N/M");
+            assert!(
+                n == m && m != "0" && rest.trim().starts_with("0 failed,"),
+                "{scenario} {flags}: {passed}\n{stdout}\n{stderr}"
+            );
+            // One warning is allowed, as the suite allows it: a resume less than 200 ms
+            // late (a loaded machine's timer). Any other is a failure here.
+            let warnings: Vec<&str> = stderr
+                .lines()
+                .filter(|l| l.trim_start().starts_with("Warning: "))
+                .collect();
+            assert!(
+                warnings
+                    .iter()
+                    .all(|w| w.contains("reconnected slightly late")),
+                "{scenario} {flags}: {warnings:?}\n{stdout}\n{stderr}"
+            );
+            assert!(out.status.success(), "{scenario} {flags}: {}", out.status);
+        }
+    }
 }
