@@ -5,21 +5,14 @@
 //! carried on every request of the session (the handshake, the GET stream, the call,
 //! the DELETE). Loopback only; the server stops with the test's runtime.
 
-use std::process::Command;
+#[path = "common/inproc.rs"]
+mod inproc;
+
 use std::sync::{Arc, Mutex};
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
+use inproc::reference_server;
 
 const TOKEN: &str = "Bearer s3cret";
-
-/// Session ids for the test's server: distinct, not secret.
-fn counter_entropy(dst: &mut [u8]) {
-    use std::sync::atomic::{AtomicU8, Ordering};
-    static NEXT: AtomicU8 = AtomicU8::new(1);
-    for b in dst {
-        *b = NEXT.fetch_add(1, Ordering::Relaxed);
-    }
-}
 
 /// The server, and every request head it authorized or refused: (method, authorized).
 struct Guarded {
@@ -29,23 +22,9 @@ struct Guarded {
 }
 
 fn serve_guarded() -> Guarded {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .expect("a loopback port");
-    let url = format!("http://{}/mcp", listener.local_addr().expect("its address"));
-    let service = {
-        let _entered = runtime.enter();
-        mcpwire_tokio::app::mount(
-            mcpwire_cli::reference::config(&[] as &[&str]).expect("the default config"),
-            Box::new(counter_entropy),
-            Arc::new(mcpwire_cli::reference::tools()),
-        )
-    };
+    let server = reference_server();
+    let url = format!("http://{}/mcp", server.addr);
+    let service = server.service;
     let seen = Arc::new(Mutex::new(Vec::new()));
     service.with_server(|server, _| {
         let seen = Arc::clone(&seen);
@@ -66,21 +45,18 @@ fn serve_guarded() -> Guarded {
             }
         })));
     });
-    runtime.spawn(mcpwire_tokio::server::serve(listener, service));
+    server
+        .runtime
+        .spawn(mcpwire_tokio::server::serve(server.listener, service));
     Guarded {
         url,
         seen,
-        _runtime: runtime,
+        _runtime: server.runtime,
     }
 }
 
-fn call(url: &str, extra: &[&str]) -> std::process::Output {
-    Command::new(BIN)
-        .args(["call", "--timeout-ms", "20000"])
-        .args(extra)
-        .args([url, "echo", r#"{"text":"hi"}"#])
-        .output()
-        .expect("mcpwire call runs")
+fn call(url: &str, flags: &[&str]) -> std::process::Output {
+    inproc::call(url, flags, "echo", r#"{"text":"hi"}"#)
 }
 
 #[test]

@@ -5,13 +5,13 @@
 //! built-in Mozilla roots do not know the CA, and the call fails saying so.
 //! Loopback only; the server stops with the test's runtime.
 
-use std::process::Command;
+#[path = "common/inproc.rs"]
+mod inproc;
+
 use std::sync::Arc;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-
-const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
 
 /// A CA, and a certificate it issued for `localhost` and 127.0.0.1 with its key.
 struct Pki {
@@ -42,15 +42,12 @@ fn pki() -> Pki {
 /// `mcpwire serve`'s reference tools over TLS on 127.0.0.1; the address, and the runtime
 /// that runs it (dropping it stops the server).
 fn serve_tls(pki: &Pki) -> (std::net::SocketAddr, tokio::runtime::Runtime) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .expect("a loopback port");
-    let addr = listener.local_addr().expect("its address");
+    let inproc::InProcess {
+        runtime,
+        listener,
+        addr,
+        service,
+    } = inproc::reference_server();
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let tls = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -59,14 +56,6 @@ fn serve_tls(pki: &Pki) -> (std::net::SocketAddr, tokio::runtime::Runtime) {
         .with_single_cert(vec![pki.leaf.clone()], pki.leaf_key.clone_key())
         .expect("the server certificate fits its key");
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    let service = {
-        let _entered = runtime.enter();
-        mcpwire_tokio::app::mount(
-            mcpwire_cli::reference::config(&[] as &[&str]).expect("the default config"),
-            Box::new(counter_entropy),
-            Arc::new(mcpwire_cli::reference::tools()),
-        )
-    };
     runtime.spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let (acceptor, service) = (acceptor.clone(), service.clone());
@@ -85,22 +74,8 @@ fn serve_tls(pki: &Pki) -> (std::net::SocketAddr, tokio::runtime::Runtime) {
     (addr, runtime)
 }
 
-/// Session ids for the test's server: distinct, not secret.
-fn counter_entropy(dst: &mut [u8]) {
-    use std::sync::atomic::{AtomicU8, Ordering};
-    static NEXT: AtomicU8 = AtomicU8::new(1);
-    for b in dst {
-        *b = NEXT.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-fn call(url: &str, extra: &[&str]) -> std::process::Output {
-    Command::new(BIN)
-        .args(["call", "--timeout-ms", "20000"])
-        .args(extra)
-        .args([url, "slow_count", r#"{"n":2,"delay_ms":10}"#])
-        .output()
-        .expect("mcpwire call runs")
+fn call(url: &str, flags: &[&str]) -> std::process::Output {
+    inproc::call(url, flags, "slow_count", r#"{"n":2,"delay_ms":10}"#)
 }
 
 #[test]
