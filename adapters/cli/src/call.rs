@@ -78,7 +78,8 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
             }
             "--cacert" => {
                 let path = args.next().ok_or("--cacert needs a PEM file")?;
-                roots = Some(read_roots(&path)?);
+                let certs = crate::read_pem_certificates("--cacert", &path)?;
+                roots = Some(certs.iter().map(|c| c.to_vec()).collect());
             }
             "--timeout-ms" => {
                 let v = args.next().ok_or("--timeout-ms needs milliseconds")?;
@@ -129,21 +130,6 @@ fn parse_header(arg: &str) -> Result<(http::HeaderName, http::HeaderValue), Stri
     let value = http::HeaderValue::from_str(value.trim())
         .map_err(|_| format!("--header: the value of {name} is not a header value"))?;
     Ok((name, value))
-}
-
-/// The certificates of the PEM file at `path`, as DER.
-fn read_roots(path: &str) -> Result<Vec<Vec<u8>>, String> {
-    use rustls_pki_types::CertificateDer;
-    use rustls_pki_types::pem::PemObject;
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| format!("--cacert: cannot read {path}: {e}"))?
-        .map(|cert| cert.map(|c| c.to_vec()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("--cacert: {path}: {e}"))?;
-    if certs.is_empty() {
-        return Err(format!("--cacert: no certificate in {path}"));
-    }
-    Ok(certs)
 }
 
 pub(crate) fn main(args: &[OsString]) -> ExitCode {

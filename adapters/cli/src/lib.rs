@@ -84,6 +84,23 @@ fn os_entropy(dst: &mut [u8]) {
 
 /// Runs `work` on a new multi-threaded tokio runtime; a runtime that cannot start is
 /// reported under `prog` and fails.
+/// The certificates of the PEM file at `path` (for the option `flag`), at least one.
+fn read_pem_certificates(
+    flag: &str,
+    path: &str,
+) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, String> {
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject;
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("{flag}: cannot read {path}: {e}"))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{flag}: {path}: {e}"))?;
+    if certs.is_empty() {
+        return Err(format!("{flag}: no certificate in {path}"));
+    }
+    Ok(certs)
+}
+
 fn block_on(prog: &str, work: impl std::future::Future<Output = ExitCode>) -> ExitCode {
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use mcpwire::server::{Allow, Config, Event, LegacyPaths, ResponseMode, SessionMode};
 use mcpwire_tokio::app::{self, CallError, Tools, text_result};
-use mcpwire_tokio::server::serve;
+use mcpwire_tokio::server::{serve, serve_tls};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -42,6 +42,8 @@ Options:
   --conformance        serve the MCP conformance suite's fixture instead of the tools below
   --blocking           serve on a pool of blocking threads (mcpwire-blocking) instead
                        of tokio; the same core and the same tools
+  --tls-cert FILE      serve https: the certificate chain (PEM, the server's first)
+  --tls-key FILE       and its private key (PEM: PKCS#8, PKCS#1 or SEC1); tokio only
   -h, --help           print this help
 
 Tools: echo {text}; slow_count {n, delay_ms} (progress per step).
@@ -57,6 +59,8 @@ struct Options {
     blocking: bool,
     /// `None`: the default, 4 per CPU.
     shards: Option<usize>,
+    /// `--tls-cert` and `--tls-key`, read: serve https.
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
@@ -68,6 +72,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
     let mut conformance = false;
     let mut blocking = false;
     let mut shards = None;
+    let (mut tls_cert, mut tls_key) = (None, None);
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -126,6 +131,8 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
             "--allow-origin" => origins.push(value("an origin")?),
             "--conformance" => conformance = true,
             "--blocking" => blocking = true,
+            "--tls-cert" => tls_cert = Some(value("a PEM file")?),
+            "--tls-key" => tls_key = Some(value("a PEM file")?),
             _ => return Err(format!("unknown option '{arg}'")),
         }
     }
@@ -135,6 +142,12 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
     if conformance && blocking {
         return Err("--conformance is served by the tokio adapter only".into());
     }
+    let tls = match (tls_cert, tls_key) {
+        (None, None) => None,
+        (Some(cert), Some(key)) if !blocking => Some(tls_config(&cert, &key)?),
+        (Some(_), Some(_)) => return Err("--tls-cert is served by the tokio adapter only".into()),
+        _ => return Err("--tls-cert and --tls-key go together".into()),
+    };
     if !origins.is_empty() {
         config = config.with_origins(Allow::List(origins));
     }
@@ -148,7 +161,27 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
         conformance,
         blocking,
         shards,
+        tls,
     }))
+}
+
+/// The TLS configuration of `--tls-cert CERT --tls-key KEY`: rustls on aws-lc-rs, its
+/// safe default versions, HTTP/1.1 offered in ALPN.
+fn tls_config(cert: &str, key: &str) -> Result<Arc<rustls::ServerConfig>, String> {
+    use rustls_pki_types::PrivateKeyDer;
+    use rustls_pki_types::pem::PemObject;
+    let chain = crate::read_pem_certificates("--tls-cert", cert)?;
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("--tls-key: no private key read from {key}: {e}"))?;
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("--tls-cert and --tls-key do not fit: {e}"))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
 }
 
 #[derive(Deserialize)]
@@ -281,8 +314,16 @@ async fn run(options: Options) -> ExitCode {
         Box::new(os_entropy),
         Arc::new(Logged(handler)),
     );
-    eprintln!("{PROG}: listening on http://{addr}{path}");
-    let served = tokio::spawn(serve(listener, service.clone()));
+    let served = match options.tls {
+        Some(tls) => {
+            eprintln!("{PROG}: listening on https://{addr}{path}");
+            tokio::spawn(serve_tls(listener, tls, service.clone()))
+        }
+        None => {
+            eprintln!("{PROG}: listening on http://{addr}{path}");
+            tokio::spawn(serve(listener, service.clone()))
+        }
+    };
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {
             eprintln!("{PROG}: shutting down");

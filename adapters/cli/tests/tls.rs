@@ -1,100 +1,98 @@
-//! `mcpwire call` over `https://`, with each client (tokio, `--blocking`): against an
-//! in-process `mcpwire serve` (the reference tools on mcpwire-tokio) behind rustls, with
-//! a certificate issued by a private CA made for the test. With `--cacert` naming that
-//! CA the call succeeds (HTTP-POST-1: the endpoint is an `https` URL); without it the
-//! built-in Mozilla roots do not know the CA, and the call fails saying so.
-//! Loopback only; the server stops with the test's runtime.
+//! https end to end: `mcpwire serve --tls-cert --tls-key` (rustls) with a certificate that
+//! a private CA made for the test issued, and `mcpwire call` with each client (tokio,
+//! `--blocking`). With `--cacert` naming that CA the call succeeds, by IP and by name
+//! (HTTP-POST-1: the endpoint is an `https` URL); without it the built-in Mozilla roots
+//! do not know the CA, and the call fails saying so. Bad TLS options are usage errors.
+//! Loopback only; the server is killed when the test ends.
 
-#[path = "common/inproc.rs"]
-mod inproc;
+mod common;
 
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::process::{Command, Output};
 
+use common::{BIN, start};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-/// A CA, and a certificate it issued for `localhost` and 127.0.0.1 with its key.
+/// A CA, and a certificate it issued for `localhost` and 127.0.0.1 with its key, as
+/// PEM files in a directory of their own (removed when dropped).
 struct Pki {
-    ca_pem: String,
-    leaf: CertificateDer<'static>,
-    leaf_key: PrivateKeyDer<'static>,
+    dir: PathBuf,
 }
 
-fn pki() -> Pki {
-    let ca_key = KeyPair::generate().expect("a CA key");
-    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "mcpwire test CA");
-    let ca = ca.self_signed(&ca_key).expect("the CA certificate");
-    let leaf_key = KeyPair::generate().expect("a server key");
-    let leaf = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])
-        .expect("server params")
-        .signed_by(&leaf_key, &ca, &ca_key)
-        .expect("the server certificate");
-    Pki {
-        ca_pem: ca.pem(),
-        leaf: leaf.der().clone(),
-        leaf_key: PrivatePkcs8KeyDer::from(leaf_key.serialize_der()).into(),
+impl Pki {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("mcpwire-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let ca_key = KeyPair::generate().expect("a CA key");
+        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(DnType::CommonName, "mcpwire test CA");
+        let ca = ca.self_signed(&ca_key).expect("the CA certificate");
+        let key = KeyPair::generate().expect("a server key");
+        let cert = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])
+            .expect("server params")
+            .signed_by(&key, &ca, &ca_key)
+            .expect("the server certificate");
+        let pki = Self { dir };
+        std::fs::write(pki.path("ca.pem"), ca.pem()).expect("ca.pem");
+        std::fs::write(pki.path("cert.pem"), cert.pem()).expect("cert.pem");
+        std::fs::write(pki.path("key.pem"), key.serialize_pem()).expect("key.pem");
+        // A key that is not the certificate's.
+        let other = KeyPair::generate().expect("another key");
+        std::fs::write(pki.path("other-key.pem"), other.serialize_pem()).expect("other-key.pem");
+        pki
+    }
+
+    fn path(&self, file: &str) -> String {
+        self.dir
+            .join(file)
+            .to_str()
+            .expect("a UTF-8 path")
+            .to_owned()
     }
 }
 
-/// `mcpwire serve`'s reference tools over TLS on 127.0.0.1; the address, and the runtime
-/// that runs it (dropping it stops the server).
-fn serve_tls(pki: &Pki) -> (std::net::SocketAddr, tokio::runtime::Runtime) {
-    let inproc::InProcess {
-        runtime,
-        listener,
-        addr,
-        service,
-    } = inproc::reference_server();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("the default versions")
-        .with_no_client_auth()
-        .with_single_cert(vec![pki.leaf.clone()], pki.leaf_key.clone_key())
-        .expect("the server certificate fits its key");
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    runtime.spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, service) = (acceptor.clone(), service.clone());
-            tokio::spawn(async move {
-                // A client that refuses the certificate ends the handshake: skipped.
-                let Ok(tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let io = hyper_util::rt::TokioIo::new(tls);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, service)
-                    .await;
-            });
-        }
-    });
-    (addr, runtime)
+impl Drop for Pki {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
-fn call(url: &str, flags: &[&str]) -> std::process::Output {
-    inproc::call(url, flags, "slow_count", r#"{"n":2,"delay_ms":10}"#)
+fn call(url: &str, flags: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(["call", "--timeout-ms", "20000"])
+        .args(flags)
+        .args([url, "slow_count", r#"{"n":2,"delay_ms":10}"#])
+        .output()
+        .expect("mcpwire call runs")
+}
+
+fn serve_usage_error(args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .arg("serve")
+        .args(["--addr", "127.0.0.1:0"])
+        .args(args)
+        .output()
+        .expect("mcpwire serve runs");
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]
 fn http_post_1_mcpwire_call_over_https_trusts_the_cacert_roots_and_only_them() {
-    let pki = pki();
-    let dir = std::env::temp_dir().join(format!("mcpwire-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let ca_file = dir.join("ca.pem");
-    std::fs::write(&ca_file, &pki.ca_pem).expect("the CA file");
-    let ca_file = ca_file.to_str().expect("a UTF-8 path").to_owned();
-    let (addr, _runtime) = serve_tls(&pki);
+    let pki = Pki::new("tls");
+    let (cert, key, ca) = (
+        pki.path("cert.pem"),
+        pki.path("key.pem"),
+        pki.path("ca.pem"),
+    );
+    let server = start(&["--tls-cert", &cert, "--tls-key", &key]);
+    let port = server.addr.rsplit(':').next().expect("a port");
     for (client, flags) in [("tokio", &[][..]), ("blocking", &["--blocking"][..])] {
-        for host in ["127.0.0.1".to_owned(), "localhost".to_owned()] {
-            let url = format!("https://{host}:{}/mcp", addr.port());
-            let trusted: Vec<&str> = flags
-                .iter()
-                .copied()
-                .chain(["--cacert", &ca_file])
-                .collect();
+        for host in ["127.0.0.1", "localhost"] {
+            let url = format!("https://{host}:{port}/mcp");
+            let trusted: Vec<&str> = flags.iter().copied().chain(["--cacert", &ca]).collect();
             let out = call(&url, &trusted);
             let stdout = String::from_utf8_lossy(&out.stdout);
             let stderr = String::from_utf8_lossy(&out.stderr);
@@ -107,37 +105,49 @@ fn http_post_1_mcpwire_call_over_https_trusts_the_cacert_roots_and_only_them() {
             );
         }
         // Mozilla's roots do not know the test CA: the handshake fails, and says why.
-        let url = format!("https://127.0.0.1:{}/mcp", addr.port());
+        let url = format!("https://127.0.0.1:{port}/mcp");
         let out = call(&url, flags);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{client}: {stderr}");
         assert!(
-            stderr.contains("cannot connect") && stderr.to_lowercase().contains("certificate"),
+            stderr.contains("cannot connect") && stderr.contains("UnknownIssuer"),
             "{client}: {stderr}"
         );
+        // Plain HTTP to the TLS port is no MCP exchange either.
+        let out = call(&format!("http://127.0.0.1:{port}/mcp"), flags);
+        assert_eq!(out.status.code(), Some(1), "{client}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
-fn a_cacert_file_without_a_certificate_is_a_usage_error() {
-    let dir = std::env::temp_dir().join(format!("mcpwire-tls-empty-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let empty = dir.join("empty.pem");
-    std::fs::write(&empty, "not a certificate\n").expect("the file");
-    let out = call(
-        "https://127.0.0.1:1/mcp",
-        &["--cacert", empty.to_str().expect("a UTF-8 path")],
+fn bad_tls_options_are_usage_errors() {
+    let pki = Pki::new("tls-usage");
+    let (cert, key, ca) = (
+        pki.path("cert.pem"),
+        pki.path("key.pem"),
+        pki.path("ca.pem"),
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("--cacert: no certificate in"), "{stderr}");
-    let out = call(
-        "https://127.0.0.1:1/mcp",
-        &["--cacert", "/nonexistent/ca.pem"],
+    let other = pki.path("other-key.pem");
+    let says = serve_usage_error(&["--tls-cert", &cert]);
+    assert!(
+        says.contains("--tls-cert and --tls-key go together"),
+        "{says}"
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("--cacert: cannot read"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
+    let says = serve_usage_error(&["--tls-cert", &cert, "--tls-key", &other]);
+    assert!(says.contains("do not fit"), "{says}");
+    let says = serve_usage_error(&["--tls-cert", &cert, "--tls-key", &key, "--blocking"]);
+    assert!(says.contains("tokio adapter only"), "{says}");
+    let says = serve_usage_error(&["--tls-cert", &key, "--tls-key", &key]);
+    assert!(says.contains("--tls-cert: no certificate in"), "{says}");
+    let says = serve_usage_error(&["--tls-cert", &cert, "--tls-key", &ca]);
+    assert!(says.contains("--tls-key: no private key"), "{says}");
+    for (file, says) in [
+        (key.as_str(), "--cacert: no certificate in"),
+        ("/nonexistent/ca.pem", "--cacert: cannot read"),
+    ] {
+        let out = call("https://127.0.0.1:1/mcp", &["--cacert", file]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
 }

@@ -763,6 +763,41 @@ where
 /// failed before it was accepted is skipped, and any other accept error (out of file
 /// descriptors, say) pauses accepting for 50 ms, since it passes as connections close.
 pub async fn serve(listener: tokio::net::TcpListener, service: McpService) -> Infallible {
+    accept(listener, move |stream| serve_io(stream, service.clone())).await
+}
+
+/// How long a TLS client may take to finish its handshake before its connection is
+/// dropped.
+pub const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// [`serve`] over TLS: each connection's handshake is run with `tls` (rustls; at most
+/// [`TLS_HANDSHAKE_TIMEOUT`], and a connection that fails it is dropped), then served as
+/// [`serve`] serves one. HTTP/1.1 only: offer `http/1.1` in ALPN or nothing.
+pub async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    service: McpService,
+) -> Infallible {
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    accept(listener, move |stream| {
+        let (acceptor, service) = (acceptor.clone(), service.clone());
+        async move {
+            let handshake = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+            if let Ok(Ok(stream)) = handshake.await {
+                serve_io(stream, service).await;
+            }
+        }
+    })
+    .await
+}
+
+/// Accepts connections for ever, each set `TCP_NODELAY` and handed to `connection` on a
+/// task of its own.
+async fn accept<F, Fut>(listener: tokio::net::TcpListener, connection: F) -> Infallible
+where
+    F: Fn(tokio::net::TcpStream) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
     loop {
         let stream = match listener.accept().await {
@@ -781,12 +816,17 @@ pub async fn serve(listener: tokio::net::TcpListener, service: McpService) -> In
             }
         };
         let _ = stream.set_nodelay(true);
-        let service = service.clone();
-        tokio::spawn(async move {
-            let io = hyper_util::rt::TokioIo::new(stream);
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(io, service)
-                .await;
-        });
+        tokio::spawn(connection(stream));
     }
+}
+
+/// Serves one connection over HTTP/1.1 until it ends.
+async fn serve_io<I>(io: I, service: McpService)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let io = hyper_util::rt::TokioIo::new(io);
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(io, service)
+        .await;
 }

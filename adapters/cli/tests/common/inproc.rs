@@ -1,5 +1,5 @@
-//! Shared by the cli tests that need a server this process controls (its TLS, its
-//! authorization hook): `mcpwire serve`'s reference tools on mcpwire-tokio, mounted on a
+//! For the cli tests that need a server this process controls (its authorization hook):
+//! `mcpwire serve`'s reference tools on mcpwire-tokio, mounted on a
 //! runtime of its own, with a loopback listener the test serves as it needs; and
 //! `mcpwire call` against it.
 

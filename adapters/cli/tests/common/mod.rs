@@ -12,7 +12,7 @@ pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
 /// How long a starting server may take to print its address.
 const STARTUP: Duration = Duration::from_secs(15);
 
-/// The server process, killed when dropped.
+/// The server process, killed when dropped (`http` or, with `--tls-cert`, `https`).
 pub(crate) struct Server {
     pub(crate) child: Child,
     /// `127.0.0.1:PORT`.
@@ -63,7 +63,7 @@ pub(crate) fn start(args: &[&str]) -> Server {
         other => panic!("mcpwire serve printed no address within {STARTUP:?}: {other:?}"),
     };
     server.addr = line
-        .split("http://")
+        .split("://")
         .nth(1)
         .and_then(|rest| rest.split('/').next())
         .unwrap_or_else(|| panic!("no address in {line:?}"))
