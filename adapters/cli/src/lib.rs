@@ -6,9 +6,10 @@
 //! hands bytes to the core (through `mcpwire-blocking`); what the bytes mean is decided
 //! in `mcpwire`.
 //!
-//! - `mcpwire serve`: a reference MCP server ([`serve`]).
-//! - `mcpwire call URL TOOL [JSON-ARGS]`: call one tool ([`call`]).
-//! - `mcpwire decode [FILE]`: decode a `text/event-stream` into JSON lines ([`decode`]).
+//! - `mcpwire serve`: a reference MCP server (its configuration and tools are in
+//!   [`reference`](mod@reference), for running it in-process).
+//! - `mcpwire call URL TOOL [JSON-ARGS]`: call one tool.
+//! - `mcpwire decode [FILE]`: decode a `text/event-stream` into JSON lines.
 
 #![deny(missing_docs)]
 
