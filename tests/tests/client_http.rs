@@ -1067,8 +1067,17 @@ fn sec_5_configured_headers_go_on_every_request_and_set_header_changes_the_later
     let config = client::Config::new(Pair::endpoint())
         .with_header(AUTHORIZATION, HeaderValue::from_static("Bearer one"))
         .with_header(key.clone(), HeaderValue::from_static("k"))
-        // The transport's own header: replaced by the client's.
-        .with_header(http::header::ACCEPT, HeaderValue::from_static("text/plain"));
+        // The transport's own headers are not taken: not where it sets one (Accept), nor
+        // where it sets none (no session yet, no resume).
+        .with_header(http::header::ACCEPT, HeaderValue::from_static("text/plain"))
+        .with_header(
+            HeaderName::from_static("mcp-session-id"),
+            HeaderValue::from_static("forged"),
+        )
+        .with_header(
+            HeaderName::from_static("last-event-id"),
+            HeaderValue::from_static("forged"),
+        );
     let mut p = Pair::new(server::Config::new(), config);
     // The server takes the one token it currently accepts.
     let accepted = Arc::new(Mutex::new("Bearer one"));
@@ -1100,7 +1109,14 @@ fn sec_5_configured_headers_go_on_every_request_and_set_header_changes_the_later
         assert_eq!(header(head, "x-api-key"), Some("k"), "{head:?}");
         let accept = header(head, "accept").unwrap_or_default();
         assert!(accept.contains("event-stream"), "{head:?}");
+        assert_ne!(header(head, "mcp-session-id"), Some("forged"), "{head:?}");
+        assert_eq!(header(head, "last-event-id"), None, "{head:?}");
     }
+    assert_eq!(
+        header(&p.requests[0], "mcp-session-id"),
+        None,
+        "the initialize POST"
+    );
     // The token expires: a call fails with the server's challenge (SEC-6)…
     *accepted.lock().unwrap() = "Bearer two";
     call(&mut p);
@@ -1116,6 +1132,10 @@ fn sec_5_configured_headers_go_on_every_request_and_set_header_changes_the_later
     p.client
         .set_header(AUTHORIZATION, Some(HeaderValue::from_static("Bearer two")));
     p.client.set_header(key, None);
+    p.client.set_header(
+        HeaderName::from_static("mcp-protocol-version"),
+        Some(HeaderValue::from_static("1999-01-01")),
+    );
     let sent = p.requests.len();
     call(&mut p);
     let request = p.take_server_request();
@@ -1124,5 +1144,6 @@ fn sec_5_configured_headers_go_on_every_request_and_set_header_changes_the_later
     let later = &p.requests[sent];
     assert_eq!(header(later, "authorization"), Some("Bearer two"));
     assert_eq!(header(later, "x-api-key"), None);
+    assert_eq!(header(later, "mcp-protocol-version"), Some("2025-11-25"));
     assert_eq!(later.headers.get_all(AUTHORIZATION).iter().count(), 1);
 }

@@ -61,12 +61,15 @@ impl Config {
     /// Adds a header to every request the client sends (POST, GET, DELETE; resumes and
     /// the legacy transport's too): `Authorization: Bearer …` (SEC-5), say, or a
     /// gateway's key. Appended, so a name may repeat. The headers the transport itself
-    /// sets (`Host`, `Accept`, `Content-Type`, `Mcp-Session-Id`, `MCP-Protocol-Version`,
-    /// `Last-Event-ID`) are the client's: one of those names here is replaced.
+    /// decides ([`is_transport_header`]: `Host`, `Accept`, `Content-Type`,
+    /// `Mcp-Session-Id`, `MCP-Protocol-Version`, `Last-Event-ID`, the body's framing) are
+    /// not taken: the client sets them, or leaves them out, itself.
     /// [`Client::set_header`](super::Client::set_header) changes one later (a refreshed
     /// token).
     pub fn with_header(mut self, name: http::HeaderName, value: http::HeaderValue) -> Self {
-        self.headers.append(name, value);
+        if !is_transport_header(&name) {
+            self.headers.append(name, value);
+        }
         self
     }
 
@@ -157,4 +160,22 @@ impl Config {
         self.connect_timeout = timeout;
         self
     }
+}
+
+/// Whether the client transport decides header `name` itself, so that an application's
+/// value for it ([`Config::with_header`], [`Client::set_header`](super::Client::set_header))
+/// is not taken: a forged session id or protocol version, or a body framing of its own,
+/// would break the exchange.
+pub fn is_transport_header(name: &http::HeaderName) -> bool {
+    use http::header;
+    [
+        header::HOST,
+        header::ACCEPT,
+        header::CONTENT_TYPE,
+        header::CONTENT_LENGTH,
+        header::TRANSFER_ENCODING,
+        header::CONNECTION,
+    ]
+    .contains(name)
+        || ["mcp-session-id", "mcp-protocol-version", "last-event-id"].contains(&name.as_str())
 }

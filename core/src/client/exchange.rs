@@ -19,8 +19,8 @@ impl Client {
     pub(super) fn head(&self, method: Method, uri: http::Uri) -> http::request::Parts {
         let (mut head, ()) = http::Request::new(()).into_parts();
         head.method = method;
-        // The application's headers first: the transport's own, inserted below, replace
-        // any of the same name.
+        // The application's headers (none of them the transport's own), then the
+        // transport's.
         head.headers.clone_from(&self.config.headers);
         if let Some(authority) = uri.authority()
             && let Ok(host) = HeaderValue::from_str(authority.as_str())

@@ -53,7 +53,7 @@ use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderValue};
 use http::{Method, StatusCode};
 
-pub use config::Config;
+pub use config::{Config, is_transport_header};
 pub use output::{ClientError, Event, ExchangeId, RequestError, Transmit, Transport};
 
 use crate::jsonrpc::{Classifier, Envelope, Envelopes, Outgoing, Pending, RequestId, ToJson};
@@ -208,8 +208,12 @@ impl Client {
     /// it had), or removes it (`None`): a refreshed `Authorization` token after a call
     /// failed with [`RequestError::Unauthorized`], say. Requests already sent keep what
     /// they had; a stream resumed from now on carries the new value. As with
-    /// [`Config::with_header`], the transport's own headers are not the application's.
+    /// [`Config::with_header`], a header the transport decides itself
+    /// ([`is_transport_header`]) is not taken.
     pub fn set_header(&mut self, name: http::HeaderName, value: Option<HeaderValue>) {
+        if is_transport_header(&name) {
+            return;
+        }
         match value {
             Some(value) => {
                 self.config.headers.insert(name, value);
