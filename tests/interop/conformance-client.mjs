@@ -9,7 +9,9 @@
 
 import { spawnSync } from 'node:child_process';
 
-const [url] = process.argv.slice(2);
+// The suite names its server `localhost`; it listens on 127.0.0.1 (conformance-shim.mjs),
+// and the tests reach nothing else.
+const url = process.argv[2]?.replace('//localhost:', '//127.0.0.1:');
 const bin = process.env.MCPWIRE_BIN;
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO;
 if (url === undefined || !bin || !scenario) {

@@ -19,3 +19,27 @@ if (typeof fs.globSync !== 'function') {
     '}';
   register('data:text/javascript,' + encodeURIComponent(hooks));
 }
+
+// The suite's client scenarios start their test servers with `listen(0)`, on every
+// interface; the tests here listen on loopback only. A listen with a port and no host
+// gets 127.0.0.1. Some scenarios read `address()` right after `listen` returns, which
+// works only when it binds at once: net looks a host up with `dns.lookup` first, which
+// always answers later, so that lookup answers 127.0.0.1 at once instead.
+import dns from 'node:dns';
+import net from 'node:net';
+const LOOPBACK = '127.0.0.1';
+const lookup = dns.lookup;
+dns.lookup = function (host, ...rest) {
+  if (host === LOOPBACK && rest.length === 1 && typeof rest[0] === 'function') {
+    rest[0](null, LOOPBACK, 4);
+    return {};
+  }
+  return lookup.call(this, host, ...rest);
+};
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (...args) {
+  if (typeof args[0] === 'number' && (args.length === 1 || typeof args[1] === 'function')) {
+    args.splice(1, 0, LOOPBACK);
+  }
+  return listen.apply(this, args);
+};
