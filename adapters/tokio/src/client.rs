@@ -59,65 +59,7 @@ impl std::fmt::Display for CallError {
 
 impl std::error::Error for CallError {}
 
-/// What the server sent on its own (a notification, a server→client request), and what
-/// became of the session and of its standalone GET stream, on the receiver
-/// [`McpClient::connect`] returns, in the order the client core reported them.
-///
-/// The lifecycle variants are the core's events, forwarded: the adapter decides nothing.
-/// [`SessionExpired`](Self::SessionExpired) and [`StreamReset`](Self::StreamReset) say
-/// that the server forgot something the application may have set up or missed, so the
-/// application can do it again.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ServerMessage {
-    /// A notification (progress, logging, list changes, …).
-    Notification(Envelope),
-    /// A server→client request: answer it with [`McpClient::respond`].
-    Request(Envelope),
-    /// The server ended the session: a request that carried its id was answered 404
-    /// (SESSION-8), or, on the legacy transport, the session's stream ended.
-    ///
-    /// Every call in flight when it ended was answered with
-    /// `Err(CallError::Request(RequestError::SessionExpired))` before this was sent (its
-    /// future completes at its next poll); the messages before this one came from the
-    /// ended session.
-    ///
-    /// With [`Config::with_reinitialize`] the client initializes a new session at once,
-    /// and exactly one of [`Reconnected`](Self::Reconnected) and
-    /// [`ReconnectFailed`](Self::ReconnectFailed) follows (unless the application closes
-    /// the client first). Calls made after the session ended wait for that handshake
-    /// and go out on the new session as soon as it is initialized, possibly before
-    /// `Reconnected` is received. The new session knows nothing of the old one
-    /// (subscriptions, the log level, anything the application set up): do that again
-    /// on `Reconnected`. Without re-initialization the client is closed: later calls
-    /// fail with [`CallError::Closed`].
-    SessionExpired,
-    /// A new session was initialized after [`SessionExpired`](Self::SessionExpired)
-    /// (never for the handshake of [`McpClient::connect`]). [`McpClient::version`] and
-    /// [`McpClient::transport`] return these from now on.
-    #[non_exhaustive]
-    Reconnected {
-        /// The revision negotiated with the new session.
-        version: ProtocolVersion,
-        /// The transport the new session uses.
-        transport: Transport,
-    },
-    /// The re-initialization after [`SessionExpired`](Self::SessionExpired) failed, with
-    /// the error [`McpClient::connect`] would have returned; the client is closed. The
-    /// calls that waited for it were answered with
-    /// `Err(CallError::Request(RequestError::Closed))` before this was sent; later calls
-    /// fail with [`CallError::Closed`].
-    ReconnectFailed(RequestError),
-    /// The standalone GET stream broke and could not be resumed: the server refused the
-    /// resume (`RequestError::ResumeFailed` with its status, e.g. 400 when the events
-    /// after the last id received are no longer retained), or the attempts ran out
-    /// (`ResumeFailed` with status 0). Server messages sent on it since the last one
-    /// received may be lost: re-sync what depends on them (list resources, tools or
-    /// prompts again, …). The session goes on; the client opens a fresh GET stream after
-    /// a backoff, and what that stream carries arrives after this. (A POST stream that
-    /// cannot be resumed fails its own calls instead.)
-    StreamReset(RequestError),
-}
+pub use mcpwire::client::ServerMessage;
 
 type Waiter = oneshot::Sender<Result<Envelope, CallError>>;
 
@@ -467,8 +409,7 @@ async fn drive(
                             let _ = tx.send(Ok(()));
                         }
                         None => {
-                            let _ =
-                                messages.send(ServerMessage::Reconnected { version, transport });
+                            let _ = messages.send(ServerMessage::reconnected(version, transport));
                         }
                     }
                 }

@@ -54,7 +54,9 @@ use http::header::{self, HeaderValue};
 use http::{Method, StatusCode};
 
 pub use config::{Config, is_transport_header};
-pub use output::{ClientError, Event, ExchangeId, RequestError, Transmit, Transport};
+pub use output::{
+    ClientError, Event, ExchangeId, RequestError, ServerMessage, Transmit, Transport,
+};
 
 use crate::jsonrpc::{Classifier, Envelope, Envelopes, Outgoing, Pending, RequestId, ToJson};
 use crate::sse::Decoder;
