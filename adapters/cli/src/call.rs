@@ -1,6 +1,6 @@
-//! `mcpwire call URL TOOL [JSON-ARGS]`: initialize, call one tool, print its progress and
-//! result, end the session. Resumes through disconnects and falls back to the legacy
-//! transport as the client core decides.
+//! `mcpwire call URL [TOOL [JSON-ARGS]]`: initialize, call one tool (or list the tools),
+//! print its progress and result, end the session. Resumes through disconnects and falls
+//! back to the legacy transport as the client core decides.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -16,10 +16,10 @@ use crate::{block_on, os_entropy, print_help, usage_error};
 pub(crate) const USAGE: &str = "\
 mcpwire call: call one tool of an MCP server and print the result
 
-Usage: mcpwire call [OPTIONS] URL TOOL [JSON-ARGS]
+Usage: mcpwire call [OPTIONS] URL [TOOL [JSON-ARGS]]
 
   URL         the server's MCP endpoint, e.g. http://127.0.0.1:8080/mcp (http or https)
-  TOOL        the tool's name
+  TOOL        the tool's name; without it, the server's tools are listed (tools/list)
   JSON-ARGS   its arguments, a JSON object (default {})
 
 Options:
@@ -45,7 +45,8 @@ const PROG: &str = "mcpwire call";
 
 struct Options {
     url: http::Uri,
-    tool: String,
+    /// `None`: list the tools.
+    tool: Option<String>,
     args: Value,
     timeout: Duration,
     legacy: bool,
@@ -92,8 +93,12 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
             _ => positional.push(arg),
         }
     }
-    let [url, tool, rest @ ..] = &positional[..] else {
-        return Err("needs URL and TOOL".into());
+    let [url, rest @ ..] = &positional[..] else {
+        return Err("needs URL".into());
+    };
+    let (tool, rest) = match rest {
+        [tool, rest @ ..] => (Some(tool.clone()), rest),
+        [] => (None, rest),
     };
     let url: http::Uri = url.parse().map_err(|_| format!("'{url}' is not a URL"))?;
     if !matches!(url.scheme_str(), Some("http" | "https")) || url.authority().is_none() {
@@ -109,7 +114,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
     }
     Ok(Some(Options {
         url,
-        tool: tool.clone(),
+        tool,
         args,
         timeout,
         legacy,
@@ -165,12 +170,20 @@ fn config(options: &Options) -> Config {
         })
 }
 
-fn call_params(options: &Options) -> Value {
-    json!({
-        "name": options.tool,
-        "arguments": options.args,
-        "_meta": {"progressToken": "mcpwire-call"},
-    })
+/// The request: `tools/call` of the tool with its arguments and a progress token, or
+/// `tools/list` without a tool.
+fn request(options: &Options) -> (&'static str, Option<Value>) {
+    match &options.tool {
+        Some(tool) => (
+            "tools/call",
+            Some(json!({
+                "name": tool,
+                "arguments": options.args,
+                "_meta": {"progressToken": "mcpwire-call"},
+            })),
+        ),
+        None => ("tools/list", None),
+    }
 }
 
 /// Prints a progress notification on stderr.
@@ -234,7 +247,8 @@ fn run_blocking(options: &Options) -> ExitCode {
         }
     });
     let left = options.timeout.saturating_sub(started.elapsed());
-    let result = client.call_timeout("tools/call", Some(call_params(options)), left);
+    let (method, params) = request(options);
+    let result = client.call_timeout(method, params, left);
     client.close();
     // The last progress step may arrive with the result: print it before the result.
     let _ = printer.join();
@@ -267,7 +281,8 @@ async fn run(options: &Options) -> ExitCode {
             }
         }
     });
-    let result = client.call("tools/call", Some(call_params(options))).await;
+    let (method, params) = request(options);
+    let result = client.call(method, params).await;
     client.close().await;
     // Ends once the client's driver has stopped, after every message the server sent
     // before: the last progress step may arrive with the result.

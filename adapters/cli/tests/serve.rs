@@ -101,6 +101,29 @@ fn call_against_serve_prints_progress_and_the_result_also_through_polling_closes
     }
 }
 
+/// `call URL` with no tool lists the server's tools (`tools/list`), with each client
+/// against each adapter's server.
+#[test]
+fn call_without_a_tool_lists_the_tools() {
+    for adapter in ADAPTERS {
+        let server = start_on(adapter, &[]);
+        for client in [&[][..], &["--blocking"][..]] {
+            let out = call(&server, client);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{adapter:?} {client:?}: {stderr}");
+            let list: serde_json::Value =
+                serde_json::from_slice(&out.stdout).expect("the result as JSON");
+            let names: Vec<&str> = list["tools"]
+                .as_array()
+                .expect("a tool list")
+                .iter()
+                .filter_map(|t| t["name"].as_str())
+                .collect();
+            assert_eq!(names, ["echo", "slow_count"], "{adapter:?} {client:?}");
+        }
+    }
+}
+
 /// `call --blocking`: the blocking client (mcpwire-blocking on ureq) against both
 /// servers, directly and through SEP-1699 polling closes (RESUME-9, RESUME-11), a failing
 /// call, and the legacy transport (LEGACY-3).
