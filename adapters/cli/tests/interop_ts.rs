@@ -16,6 +16,8 @@
 mod common;
 #[path = "common/npm.rs"]
 mod npm;
+#[path = "common/pki.rs"]
+mod pki;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -37,11 +39,17 @@ const WAIT: Duration = Duration::from_secs(15);
 /// Runs `ts-client.mjs URL MODE` and returns its JSON line, failing with its output when
 /// it fails.
 fn ts_client(url: &str, mode: &str) -> Value {
+    ts_client_with(url, mode, &[])
+}
+
+/// [`ts_client`] with more environment variables for node.
+fn ts_client_with(url: &str, mode: &str, env: &[(&str, &str)]) -> Value {
     let dir = sdk();
     let out = run_bounded(
         Command::new("node")
             .arg("ts-client.mjs")
             .args([url, mode])
+            .envs(env.iter().copied())
             .current_dir(dir),
         RUN,
     )
@@ -254,6 +262,25 @@ fn http_post_7_ts_streamable_client_against_serve() {
         assert_eq!(got["progress"], 4, "{adapter:?} {got}");
         assert_eq!(got["resumes"], 0, "{adapter:?} {got}");
     }
+}
+
+/// The SDK's Streamable HTTP client (fetch on Node's OpenSSL) over https against
+/// `mcpwire serve --tls-cert --tls-key` (rustls), trusting the test's CA through
+/// `NODE_EXTRA_CA_CERTS`: the same scenario as over http (HTTP-POST-1: an `https`
+/// endpoint).
+#[test]
+fn http_post_1_ts_streamable_client_over_https_against_serve_tls() {
+    let pki = pki::Pki::new("ts-tls");
+    let (cert, key) = (pki.path("cert.pem"), pki.path("key.pem"));
+    let server = start_on(&[], &["--tls-cert", &cert, "--tls-key", &key]);
+    let url = format!("https://{}/mcp", server.addr);
+    let got = ts_client_with(
+        &url,
+        "streamable",
+        &[("NODE_EXTRA_CA_CERTS", &pki.path("ca.pem"))],
+    );
+    assert_eq!(got["protocolVersion"], "2025-11-25", "{got}");
+    assert_eq!(got["progress"], 4, "{got}");
 }
 
 /// The SDK's Streamable HTTP client against `mcpwire serve --poll-ms 0 --retry-ms 50`:
