@@ -438,6 +438,63 @@ fn server_requests_reach_the_application_and_its_answer_goes_back() {
 }
 
 #[test]
+fn a_server_ping_is_answered_by_the_client_core_and_an_error_answer_goes_back() {
+    let mut p = pair(server::Config::new());
+    p.connect();
+    let _ = call(&mut p);
+    let request = p.take_server_request();
+    let handle = request.session().unwrap();
+    let ping = p
+        .server
+        .request(p.now, Target::Session(handle), "ping", None, None)
+        .unwrap();
+    let roots = p
+        .server
+        .request(p.now, Target::Session(handle), "roots/list", None, None)
+        .unwrap();
+    p.run();
+    // The ping never reaches the application; its empty result is back at the server.
+    let asked: Vec<_> = p
+        .client_events
+        .iter()
+        .filter_map(|e| match e {
+            client::Event::Request(m) => m.id().cloned(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, std::slice::from_ref(&roots));
+    let ping_answer = p.server_events.iter().find_map(|e| match e {
+        server::Event::Response { message, .. } if message.id() == Some(&ping) => {
+            Some(message.text().as_str().to_owned())
+        }
+        _ => None,
+    });
+    let ping_answer: serde_json::Value =
+        serde_json::from_str(&ping_answer.expect("the ping's answer")).unwrap();
+    assert_eq!(ping_answer["result"], serde_json::json!({}));
+    // The application declines the other one with an error.
+    p.client
+        .respond_error(
+            p.now,
+            &roots,
+            mcpwire::jsonrpc::ErrorCode::METHOD_NOT_FOUND,
+            "no roots here",
+        )
+        .unwrap();
+    p.run();
+    let declined = p.server_events.iter().find_map(|e| match e {
+        server::Event::Response { message, .. } if message.id() == Some(&roots) => {
+            Some(message.text().as_str().to_owned())
+        }
+        _ => None,
+    });
+    let declined: serde_json::Value =
+        serde_json::from_str(&declined.expect("the error answer")).unwrap();
+    assert_eq!(declined["error"]["code"], -32601);
+    assert_eq!(declined["error"]["message"], "no roots here");
+}
+
+#[test]
 fn http_delete_1_close_deletes_the_session() {
     let mut p = pair(server::Config::new());
     p.connect();

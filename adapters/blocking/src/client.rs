@@ -762,6 +762,22 @@ impl McpClient {
             .map_err(CallError::from)
     }
 
+    /// Answers a server→client request ([`ServerMessage::Request`]) with a JSON-RPC error:
+    /// one the application does not serve (-32601), or cannot do now.
+    ///
+    /// # Errors
+    /// As [`respond`](Self::respond).
+    pub fn respond_error(
+        &self,
+        id: &RequestId,
+        code: mcpwire::jsonrpc::ErrorCode,
+        message: &str,
+    ) -> Result<(), CallError> {
+        self.shared
+            .with(|state, now| state.core.respond_error(now, id, code, message))
+            .map_err(CallError::from)
+    }
+
     /// Ends the session (DELETE, when the server issued one) and waits, at most 2 s,
     /// for the core to let go of every exchange.
     pub fn close(self) {

@@ -4,9 +4,11 @@
 
 use std::ffi::OsString;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpwire::client::Config;
+use mcpwire::jsonrpc::ErrorCode;
 use mcpwire_tokio::client::{ClientOptions, McpClient, ServerMessage};
 use serde_json::{Value, json};
 
@@ -186,6 +188,16 @@ fn request(options: &Options) -> (&'static str, Option<Value>) {
     }
 }
 
+/// The error `mcpwire call` answers every server→client request with (-32601): it
+/// offers no capabilities, so a server should ask nothing (sampling, elicitation, roots),
+/// and one that asks gets an answer at once instead of waiting for ever. (A `ping` is
+/// answered by the client core.)
+const DECLINE: &str = "mcpwire call answers no requests from the server";
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Prints a progress notification on stderr.
 fn print_progress(n: &mcpwire::jsonrpc::Envelope) {
     if n.method() == Some("notifications/progress") {
@@ -238,17 +250,30 @@ fn run_blocking(options: &Options) -> ExitCode {
         client.version(),
         client.transport()
     );
+    // Answers the server's requests while the call runs; dropped after it, so that the
+    // client's last clone goes with `close`.
+    let responder = Arc::new(Mutex::new(Some(client.clone())));
     // Ends once the client is gone, after every message the server sent before.
-    let printer = std::thread::spawn(move || {
-        for message in messages {
-            if let ServerMessage::Notification(n) = message {
-                print_progress(&n);
+    let printer = std::thread::spawn({
+        let responder = Arc::clone(&responder);
+        move || {
+            for message in messages {
+                match message {
+                    ServerMessage::Notification(n) => print_progress(&n),
+                    ServerMessage::Request(r) => {
+                        if let (Some(client), Some(id)) = (&*lock(&responder), r.id()) {
+                            let _ = client.respond_error(id, ErrorCode::METHOD_NOT_FOUND, DECLINE);
+                        }
+                    }
+                    _ => {}
+                }
             }
         }
     });
     let left = options.timeout.saturating_sub(started.elapsed());
     let (method, params) = request(options);
     let result = client.call_timeout(method, params, left);
+    lock(&responder).take();
     client.close();
     // The last progress step may arrive with the result: print it before the result.
     let _ = printer.join();
@@ -274,15 +299,27 @@ async fn run(options: &Options) -> ExitCode {
         client.version(),
         client.transport()
     );
-    let printer = tokio::spawn(async move {
-        while let Some(message) = messages.recv().await {
-            if let ServerMessage::Notification(n) = message {
-                print_progress(&n);
+    // As in `run_blocking`: answers the server's requests while the call runs.
+    let responder = Arc::new(Mutex::new(Some(client.clone())));
+    let printer = tokio::spawn({
+        let responder = Arc::clone(&responder);
+        async move {
+            while let Some(message) = messages.recv().await {
+                match message {
+                    ServerMessage::Notification(n) => print_progress(&n),
+                    ServerMessage::Request(r) => {
+                        if let (Some(client), Some(id)) = (&*lock(&responder), r.id()) {
+                            let _ = client.respond_error(id, ErrorCode::METHOD_NOT_FOUND, DECLINE);
+                        }
+                    }
+                    _ => {}
+                }
             }
         }
     });
     let (method, params) = request(options);
     let result = client.call(method, params).await;
+    lock(&responder).take();
     client.close().await;
     // Ends once the client's driver has stopped, after every message the server sent
     // before: the last progress step may arrive with the result.

@@ -124,6 +124,29 @@ fn call_without_a_tool_lists_the_tools() {
     }
 }
 
+/// A server's request to `call` (here `sampling/createMessage`, from the conformance
+/// fixture's `test_sampling` tool) is answered -32601 at once, by each client, so the
+/// tool goes on and the call ends with its result instead of waiting for its timeout.
+#[test]
+fn call_answers_a_servers_request_with_an_error_and_the_call_completes() {
+    let server = start(&["--conformance"]);
+    for client in [&[][..], &["--blocking"][..]] {
+        let args: Vec<&str> = client
+            .iter()
+            .copied()
+            .chain(["test_sampling", r#"{"prompt":"hi"}"#])
+            .collect();
+        let out = call(&server, &args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{client:?}: {stderr}");
+        assert!(
+            stdout.contains("Sampling not supported or error: mcpwire call answers no requests"),
+            "{client:?}: {stdout}"
+        );
+    }
+}
+
 /// `call --blocking`: the blocking client (mcpwire-blocking on ureq) against both
 /// servers, directly and through SEP-1699 polling closes (RESUME-9, RESUME-11), a failing
 /// call, and the legacy transport (LEGACY-3).

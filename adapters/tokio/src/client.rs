@@ -266,6 +266,22 @@ impl McpClient {
             .map_err(|_| CallError::Closed)
     }
 
+    /// Answers a server→client request ([`ServerMessage::Request`]) with a JSON-RPC error:
+    /// one the application does not serve (-32601), or cannot do now.
+    ///
+    /// # Errors
+    /// As [`respond`](Self::respond).
+    pub fn respond_error(
+        &self,
+        id: &RequestId,
+        code: mcpwire::jsonrpc::ErrorCode,
+        message: &str,
+    ) -> Result<(), CallError> {
+        self.shared
+            .with(|c, now| c.respond_error(now, id, code, message))
+            .map_err(|_| CallError::Closed)
+    }
+
     /// Ends the session (DELETE) and waits, briefly, for the driver to finish.
     pub async fn close(self) {
         self.shared.with(|c, now| c.close(now));

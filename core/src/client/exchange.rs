@@ -11,7 +11,7 @@ use super::{
     Transmit, Transport, split,
 };
 use crate::ProtocolVersion;
-use crate::jsonrpc::{Envelope, Kind, Outgoing, RequestId, Resolution, body_text};
+use crate::jsonrpc::{Envelope, Kind, Outgoing, RawJson, RequestId, Resolution, body_text};
 use crate::sse::Item;
 
 impl Client {
@@ -279,6 +279,16 @@ impl Client {
                     return self.handshake_done(now, message);
                 }
                 self.events.push_back(Event::Response(message));
+            }
+            Kind::Request if message.method() == Some("ping") => {
+                // A `ping` must be answered promptly with an empty result: the client does
+                // it, so that no application has to (and none can forget to).
+                if let (Some(id), Ok(empty)) = (message.id().cloned(), RawJson::new("{}")) {
+                    let _ = self.send_message(&Outgoing::Response {
+                        id: &id,
+                        result: &empty,
+                    });
+                }
             }
             Kind::Request => self.events.push_back(Event::Request(message)),
             Kind::Notification => self.events.push_back(Event::Notification(message)),

@@ -84,7 +84,9 @@ pub enum Event {
     /// A server notification, in stream order.
     Notification(Envelope),
     /// A server→client request: answer with
-    /// [`Client::respond`](super::Client::respond).
+    /// [`Client::respond`](super::Client::respond) or
+    /// [`Client::respond_error`](super::Client::respond_error). (A `ping` is answered
+    /// by the client itself, and never comes here.)
     Request(Envelope),
     /// The standalone GET stream could not be resumed (the server refused, or the
     /// attempts ran out): server messages sent since its last event may be lost. A fresh
@@ -116,7 +118,8 @@ pub enum Event {
 pub enum ServerMessage {
     /// A notification (progress, logging, list changes, …).
     Notification(Envelope),
-    /// A server→client request: answer it with the client's `respond`.
+    /// A server→client request: answer it with the client's `respond` or
+    /// `respond_error` (a `ping` is answered by the client core, and never comes here).
     Request(Envelope),
     /// The server ended the session: a request that carried its id was answered 404
     /// (SESSION-8), or, on the legacy transport, the session's stream ended.
