@@ -2,8 +2,9 @@
 //! server (the reference tools on mcpwire-tokio) whose authorization hook takes one
 //! bearer token (SEC-4, SEC-5): without the header the call fails with the server's
 //! `WWW-Authenticate` challenge (SEC-6), with it the call goes through, the header
-//! carried on every request of the session (the handshake, the GET stream, the call,
-//! the DELETE). Loopback only; the server stops with the test's runtime.
+//! carried on every request of the session (the handshake, the call, the DELETE, and the
+//! GET stream when it reached the server). Loopback only; the server stops with the
+//! test's runtime.
 
 #[path = "common/inproc.rs"]
 mod inproc;
@@ -84,13 +85,15 @@ fn sec_5_sec_6_mcpwire_call_sends_its_header_on_every_request_and_reports_a_refu
         let seen = server.seen.lock().unwrap().clone();
         assert!(seen.iter().all(|(_, ok)| *ok), "{client}: {seen:?}");
         let methods: Vec<&str> = seen.iter().map(|(m, _)| m.as_str()).collect();
-        // initialize, notifications/initialized, tools/call; the GET stream; the DELETE.
+        // initialize, notifications/initialized, tools/call; the DELETE. (The standalone
+        // GET stream opens beside the call and may not reach the server before a quick
+        // call ends; every request that did reach it carried the token. The core's
+        // `sec_5_configured_headers_…` test checks the GET's headers deterministically.)
         assert_eq!(
             methods.iter().filter(|m| **m == "POST").count(),
             3,
             "{client}: {methods:?}"
         );
-        assert!(methods.contains(&"GET"), "{client}: {methods:?}");
         assert!(methods.contains(&"DELETE"), "{client}: {methods:?}");
     }
 }
