@@ -198,6 +198,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// What `mcpwire call` does with a server's message: prints progress, and `decline`s a
+/// request (see [`DECLINE`]); the rest it leaves.
+fn on_message(message: ServerMessage, decline: impl FnOnce(&mcpwire::jsonrpc::RequestId)) {
+    match message {
+        ServerMessage::Notification(n) => print_progress(&n),
+        ServerMessage::Request(r) => {
+            if let Some(id) = r.id() {
+                decline(id);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Prints a progress notification on stderr.
 fn print_progress(n: &mcpwire::jsonrpc::Envelope) {
     if n.method() == Some("notifications/progress") {
@@ -230,7 +244,7 @@ fn outcome<E: std::fmt::Display>(result: Result<Value, E>) -> ExitCode {
 /// timeout bounds the handshake (the core's connect timeout) and then the call (its
 /// deadline in the core); `close` waits 2 s at most.
 fn run_blocking(options: &Options) -> ExitCode {
-    use mcpwire_blocking::client::{ClientOptions, McpClient, ServerMessage};
+    use mcpwire_blocking::client::{ClientOptions, McpClient};
     let started = std::time::Instant::now();
     let config = config(options).with_connect_timeout(options.timeout);
     let mut connect_options = ClientOptions::new();
@@ -258,15 +272,11 @@ fn run_blocking(options: &Options) -> ExitCode {
         let responder = Arc::clone(&responder);
         move || {
             for message in messages {
-                match message {
-                    ServerMessage::Notification(n) => print_progress(&n),
-                    ServerMessage::Request(r) => {
-                        if let (Some(client), Some(id)) = (&*lock(&responder), r.id()) {
-                            let _ = client.respond_error(id, ErrorCode::METHOD_NOT_FOUND, DECLINE);
-                        }
+                on_message(message, |id| {
+                    if let Some(client) = &*lock(&responder) {
+                        let _ = client.respond_error(id, ErrorCode::METHOD_NOT_FOUND, DECLINE);
                     }
-                    _ => {}
-                }
+                });
             }
         }
     });
@@ -305,15 +315,11 @@ async fn run(options: &Options) -> ExitCode {
         let responder = Arc::clone(&responder);
         async move {
             while let Some(message) = messages.recv().await {
-                match message {
-                    ServerMessage::Notification(n) => print_progress(&n),
-                    ServerMessage::Request(r) => {
-                        if let (Some(client), Some(id)) = (&*lock(&responder), r.id()) {
-                            let _ = client.respond_error(id, ErrorCode::METHOD_NOT_FOUND, DECLINE);
-                        }
+                on_message(message, |id| {
+                    if let Some(client) = &*lock(&responder) {
+                        let _ = client.respond_error(id, ErrorCode::METHOD_NOT_FOUND, DECLINE);
                     }
-                    _ => {}
-                }
+                });
             }
         }
     });
