@@ -372,3 +372,18 @@ pub fn call_core(
     assert_eq!((taken.status(), taken.ends), (Some(200), 1), "{taken:?}");
     taken
 }
+
+/// Queues a `notifications/message` log message with `data` for `session`'s GET stream
+/// (as a server application would, unprompted). Panics unless the core takes it.
+pub fn notify_session(server: &mut Server, now: Instant, session: SessionId, data: &str) {
+    let params = serde_json::json!({"level": "info", "data": data}).to_string();
+    let raw = mcpwire::jsonrpc::RawJson::new(&params).expect("JSON");
+    server
+        .notify(
+            now,
+            mcpwire::server::Target::Session(session),
+            "notifications/message",
+            Some(&raw),
+        )
+        .expect("taken by the server");
+}

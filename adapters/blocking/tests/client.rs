@@ -20,11 +20,10 @@ use std::time::{Duration, Instant};
 
 use mcpwire::ProtocolVersion;
 use mcpwire::client::{self, RequestError, Transport};
-use mcpwire::jsonrpc::RawJson;
 use mcpwire::resume::{RingLimits, StoreLimits};
-use mcpwire::server::{Config, LegacyPaths, ResponseMode, SessionId, Target};
+use mcpwire::server::{Config, LegacyPaths, ResponseMode, SessionId};
 use mcpwire_blocking::client::{CallError, ClientOptions, McpClient, ServerMessage};
-use mcpwire_tests::server::counter_entropy;
+use mcpwire_tests::server::{counter_entropy, notify_session};
 use serde_json::{Value, json};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -594,19 +593,6 @@ fn next_data(messages: &Receiver<ServerMessage>) -> String {
         }
         other => panic!("a notification: {other:?}"),
     }
-}
-
-/// A log message with `data` on `session`'s GET stream.
-fn notify_session(s: &mut mcpwire::server::Server, now: Instant, session: SessionId, data: &str) {
-    let params = json!({"level": "info", "data": data}).to_string();
-    let raw = RawJson::new(&params).unwrap();
-    s.notify(
-        now,
-        Target::Session(session),
-        "notifications/message",
-        Some(&raw),
-    )
-    .expect("taken by the server");
 }
 
 fn session_8_expiry_then_reconnected(adapter: Adapter) {

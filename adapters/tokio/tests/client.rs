@@ -13,10 +13,9 @@ use std::time::{Duration, Instant};
 
 use mcpwire::ProtocolVersion;
 use mcpwire::client::{self, RequestError, Transport};
-use mcpwire::jsonrpc::RawJson;
 use mcpwire::resume::{RingLimits, StoreLimits};
-use mcpwire::server::{Config, Event, LegacyPaths, ResponseMode, SessionId, Target};
-use mcpwire_tests::server::counter_entropy;
+use mcpwire::server::{Config, Event, LegacyPaths, ResponseMode, SessionId};
+use mcpwire_tests::server::{counter_entropy, notify_session};
 use mcpwire_tokio::app::{self, BoxFuture, Call, Handler, Tools, text_result};
 use mcpwire_tokio::client::{CallError, McpClient, ServerMessage};
 use mcpwire_tokio::server::{McpService, serve};
@@ -303,19 +302,6 @@ async fn next_data(messages: &mut UnboundedReceiver<ServerMessage>) -> String {
         }
         other => panic!("a notification: {other:?}"),
     }
-}
-
-/// A log message with `data` on `session`'s GET stream.
-fn notify_session(s: &mut mcpwire::server::Server, now: Instant, session: SessionId, data: &str) {
-    let params = json!({"level": "info", "data": data}).to_string();
-    let raw = RawJson::new(&params).unwrap();
-    s.notify(
-        now,
-        Target::Session(session),
-        "notifications/message",
-        Some(&raw),
-    )
-    .expect("taken by the server");
 }
 
 /// The application sees the server end the session, after the call in flight failed,
