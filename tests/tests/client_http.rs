@@ -532,6 +532,23 @@ fn response_head(status: u16, headers: &[(&str, &str)]) -> http::response::Parts
     b.body(()).unwrap().into_parts().0
 }
 
+/// Answers the handshake's POST `x` (from [`by_hand`]) with a JSON `InitializeResult`
+/// for `version`, with `session` as its `Mcp-Session-Id` if given.
+fn answer_handshake(
+    c: &mut Client,
+    now: std::time::Instant,
+    x: client::ExchangeId,
+    session: Option<&str>,
+    version: &str,
+) {
+    let mut headers = vec![("content-type", "application/json")];
+    headers.extend(session.map(|s| ("mcp-session-id", s)));
+    c.handle_head(now, x, response_head(200, &headers));
+    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"protocolVersion":"{version}"}}}}"#);
+    c.handle_body(now, x, Bytes::from(body));
+    c.handle_body_end(now, x);
+}
+
 /// A handshake whose request got no response head fails with the driver's cause, so a
 /// refused connection reads as one; one whose response broke after its head is a lost
 /// stream, as any request's.
@@ -587,19 +604,7 @@ fn session_3_a_session_id_that_is_not_visible_ascii_fails_the_handshake() {
 #[test]
 fn json_rpc_a_second_response_to_one_id_is_never_delivered() {
     let (mut c, now, x) = by_hand();
-    c.handle_head(
-        now,
-        x,
-        response_head(200, &[("content-type", "application/json")]),
-    );
-    c.handle_body(
-        now,
-        x,
-        Bytes::from_static(
-            br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}"#,
-        ),
-    );
-    c.handle_body_end(now, x);
+    answer_handshake(&mut c, now, x, None, "2025-06-18");
     assert!(matches!(
         c.poll_event(),
         Some(client::Event::Connected { .. })
@@ -637,19 +642,7 @@ fn json_rpc_a_second_response_to_one_id_is_never_delivered() {
 fn jsonrpc_9_requests_wait_until_the_server_has_the_initialized_notification() {
     for answered in [true, false] {
         let (mut c, now, x) = by_hand();
-        c.handle_head(
-            now,
-            x,
-            response_head(200, &[("content-type", "application/json")]),
-        );
-        c.handle_body(
-            now,
-            x,
-            Bytes::from_static(
-                br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}"#,
-            ),
-        );
-        c.handle_body_end(now, x);
+        answer_handshake(&mut c, now, x, None, "2025-06-18");
         let first = c.request(now, "tools/list", None, None).unwrap();
         let second = c.request(now, "tools/call", None, None).unwrap();
         let mut bodies = Vec::new();
@@ -702,19 +695,7 @@ fn jsonrpc_9_requests_wait_until_the_server_has_the_initialized_notification() {
 #[test]
 fn jsonrpc_11_a_server_offering_an_unknown_version_fails_the_handshake() {
     let (mut c, now, x) = by_hand();
-    c.handle_head(
-        now,
-        x,
-        response_head(200, &[("content-type", "application/json")]),
-    );
-    c.handle_body(
-        now,
-        x,
-        Bytes::from_static(
-            br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"1999-01-01"}}"#,
-        ),
-    );
-    c.handle_body_end(now, x);
+    answer_handshake(&mut c, now, x, None, "1999-01-01");
     assert!(matches!(
         c.poll_event(),
         Some(client::Event::ConnectFailed(_))
@@ -724,20 +705,7 @@ fn jsonrpc_11_a_server_offering_an_unknown_version_fails_the_handshake() {
 /// Connects a hand-fed client whose server answers `initialize` as JSON.
 fn connected_by_hand(version: &str) -> (Client, std::time::Instant) {
     let (mut c, now, x) = by_hand();
-    c.handle_head(
-        now,
-        x,
-        response_head(
-            200,
-            &[
-                ("content-type", "application/json"),
-                ("mcp-session-id", "s-1"),
-            ],
-        ),
-    );
-    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"protocolVersion":"{version}"}}}}"#);
-    c.handle_body(now, x, Bytes::from(body));
-    c.handle_body_end(now, x);
+    answer_handshake(&mut c, now, x, Some("s-1"), version);
     assert!(matches!(
         c.poll_event(),
         Some(client::Event::Connected { .. })
@@ -1046,25 +1014,7 @@ fn a_refused_resume_of_the_get_stream_is_reported_and_a_fresh_one_opened() {
         let Some(client::Transmit::Request { exchange: x, .. }) = c.poll_transmit() else {
             panic!()
         };
-        c.handle_head(
-            now,
-            x,
-            response_head(
-                200,
-                &[
-                    ("content-type", "application/json"),
-                    ("mcp-session-id", "s-1"),
-                ],
-            ),
-        );
-        c.handle_body(
-            now,
-            x,
-            Bytes::from_static(
-                br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}"#,
-            ),
-        );
-        c.handle_body_end(now, x);
+        answer_handshake(&mut c, now, x, Some("s-1"), "2025-11-25");
         (c, now)
     };
     let mut gets = Vec::new();
