@@ -6,15 +6,17 @@
 //!   the core alone, as in the `sse_decode` bench;
 //! - `SseReader`: `mcpwire_blocking::SseReader` over the corpus as a `&[u8]` reader,
 //!   reading that many bytes per `read` call and yielding every item through
-//!   `Iterator::next`: what the adapter adds is one copy of each read into its buffer and
-//!   the read calls themselves;
-//! - `decoder+copy` (a floor): `decoder`, with each chunk first copied once into a reused
-//!   buffer, as a `read` call must copy it: the core's work plus the one copy a `Read`
-//!   forces, with none of a reader's bookkeeping. On `large` that copy is a second one
-//!   of every byte (the decoder copies a line that spans chunks anyway), and this floor
-//!   stays under 90% of `decoder`. `SseReader` can beat it on the short-event corpora,
-//!   where decoding from its buffer, hot in cache after the read, is cheaper than
-//!   decoding the corpus in place.
+//!   `Iterator::next`: what the adapter adds is the read calls and, for all but long
+//!   lines, one copy of each read into its buffer;
+//! - `decoder+copy` (a floor for pushing reads): `decoder`, with each chunk first copied
+//!   once into a reused buffer, as a `read` call must copy it: the core's work plus the
+//!   one copy a `Read` forces, with none of a reader's bookkeeping. On `large` that copy
+//!   is a second one of every byte (the decoder copies a line that spans chunks anyway),
+//!   and this floor stays under 90% of `decoder`; `SseReader` passes it there by reading
+//!   long lines into the decoder's line buffer (`Decoder::read_room`), so that the read
+//!   is the one copy. It can beat it on the short-event corpora too, where decoding from
+//!   its buffer, hot in cache after the read, is cheaper than decoding the corpus in
+//!   place.
 //!
 //! All three assert the corpus's expected counts, so a fast wrong answer fails.
 

@@ -400,12 +400,32 @@ impl Chunk {
 
 /// The start of a line that continues in a later chunk, and how much of it is known to
 /// be valid UTF-8, so a long line is validated once, whole, when it completes.
+///
+/// It can also lend the room after the line to a reader ([`room`](Self::room) and
+/// [`commit`](Self::commit)), so a long line's bytes are read where they are kept instead
+/// of being read into one buffer and copied into this one. `Read` needs initialised
+/// memory, and zeroing the room before each read would cost as much as the copy it
+/// saves; so once it has lent room, the buffer takes its allocations zeroed, once each,
+/// and keeps reusing them.
 #[derive(Debug, Default)]
 pub(crate) struct LineBuf {
     buf: BytesMut,
     // INVARIANT: buf[..valid_upto] is valid UTF-8; INVALID once an invalid sequence was
     // found in the line.
     valid_upto: usize,
+    // INVARIANT: true only if every byte of the allocation `buf` lies in has been
+    // initialised: the allocation was made by `zeroed` (below), and `buf` has reached it
+    // only through splits and `try_reclaim`, which never allocate, and has grown only
+    // within its capacity. Such an allocation stays initialised: bytes are only ever
+    // written to it.
+    initialised: bool,
+    /// The allocation before `buf`'s, kept while the input after its last line still lies
+    /// in it, to be reclaimed later (two allocations take turns). INVARIANT: empty, and
+    /// `spare_initialised` is to it what `initialised` is to `buf`.
+    spare: BytesMut,
+    spare_initialised: bool,
+    /// Room has been lent: new allocations are zeroed from then on.
+    lending: bool,
 }
 
 /// `LineBuf::valid_upto` of a line with an invalid sequence.
@@ -438,12 +458,109 @@ impl LineBuf {
     }
 
     /// Makes an empty buffer hold at least `want` bytes without growing later, at the
-    /// front of an allocation (reclaimed or new), not in the tail a shared line left.
+    /// front of an allocation (reclaimed or new), not in the tail a shared line left; a
+    /// new allocation holds at most `limit` bytes (or `want`, if more).
     #[inline]
-    pub(crate) fn prepare(&mut self, want: usize) {
+    pub(crate) fn prepare(&mut self, want: usize, limit: usize) {
         if self.buf.is_empty() && self.buf.capacity() < want && !self.buf.try_reclaim(want) {
-            self.buf = BytesMut::with_capacity(want);
+            self.replace(want, limit);
         }
+    }
+
+    /// The slow path of `prepare`: `buf`'s allocation is still shared (by a line handed
+    /// out, or by input read into the room after it). Once lending, the spare allocation
+    /// is tried before a new, zeroed one is made; `buf` becomes the spare.
+    #[cold]
+    fn replace(&mut self, want: usize, limit: usize) {
+        if !self.lending {
+            self.buf = BytesMut::with_capacity(want);
+            self.initialised = false;
+            return;
+        }
+        std::mem::swap(&mut self.buf, &mut self.spare);
+        std::mem::swap(&mut self.initialised, &mut self.spare_initialised);
+        // `buf` is the spare now: empty (the INVARIANT of `spare`).
+        if !(self.buf.capacity() >= want || self.buf.try_reclaim(want)) {
+            // Half as much again: a line a little longer than the last one, and the
+            // rest of the read that ends it, fit without growing (which copies the line).
+            self.buf = zeroed(want.saturating_add(want / 2).min(limit).max(want));
+            self.initialised = true;
+        }
+    }
+
+    /// Lends the room after the line, at most `want` bytes and never so much that the
+    /// line could pass `limit` (which it must not have reached): the caller writes input
+    /// there and hands it over with [`commit`](Self::commit). `hint` sizes a new
+    /// allocation (the length of the last long line). Empty if `want` is 0 or the line
+    /// is at its limit.
+    pub(crate) fn room(&mut self, want: usize, hint: usize, limit: usize) -> &mut [u8] {
+        self.lending = true;
+        let len = self.buf.len();
+        let want = want.min(limit.saturating_sub(len));
+        if want == 0 {
+            return &mut [];
+        }
+        if !self.initialised || self.buf.capacity() == len {
+            self.grow_initialised(want, hint, limit);
+        }
+        // What is left of the allocation, if less than `want`: a shorter read costs a
+        // call, growing costs a copy of the line.
+        let want = want.min(self.buf.capacity() - len);
+        let spare = &mut self.buf.spare_capacity_mut()[..want];
+        #[allow(unsafe_code)]
+        // SAFETY: the INVARIANT on `initialised`, which `grow_initialised` made true:
+        // every byte of the allocation is initialised, so its spare capacity is valid as
+        // `[u8]` (`MaybeUninit<u8>` and `u8` have the same layout).
+        unsafe {
+            &mut *(std::ptr::from_mut::<[std::mem::MaybeUninit<u8>]>(spare) as *mut [u8])
+        }
+    }
+
+    /// Makes `buf` an initialised allocation with room for `additional` more bytes,
+    /// keeping the line: reclaimed if it already is one, or else zeroed and the line
+    /// copied over (at most `limit` bytes, unless the line and `additional` need more).
+    #[cold]
+    fn grow_initialised(&mut self, additional: usize, hint: usize, limit: usize) {
+        if self.initialised && self.buf.try_reclaim(additional) {
+            return;
+        }
+        let needed = self.buf.len() + additional;
+        let cap = needed
+            .max(self.buf.capacity().saturating_mul(2))
+            .max(hint)
+            .min(limit)
+            .max(needed);
+        let mut buf = zeroed(cap);
+        buf.extend_from_slice(&self.buf);
+        self.buf = buf;
+        self.initialised = true;
+    }
+
+    /// Appends the first `n` bytes of the room [`room`](Self::room) lent (at most what
+    /// is left of the allocation) to the line, unchecked as UTF-8 so far. Returns how
+    /// many were appended: 0 if the buffer is not an initialised allocation.
+    pub(crate) fn commit(&mut self, n: usize) -> usize {
+        if !self.initialised {
+            return 0;
+        }
+        let len = self.buf.len();
+        let n = n.min(self.buf.capacity() - len);
+        #[allow(unsafe_code)]
+        // SAFETY: `len + n` is within the capacity, and those bytes are initialised: the
+        // INVARIANT on `initialised`, which is true here.
+        unsafe {
+            self.buf.set_len(len + n);
+        }
+        n
+    }
+
+    /// Splits the bytes from `at` on off the line (input read into the room after it)
+    /// and returns them; the line keeps what it knows of its validity.
+    pub(crate) fn split_off(&mut self, at: usize) -> Bytes {
+        if self.valid_upto != INVALID {
+            self.valid_upto = self.valid_upto.min(at);
+        }
+        self.buf.split_off(at).freeze()
     }
 
     /// Starts the line with `chunk[from..]`, taking over what the chunk's check knows of
@@ -452,7 +569,7 @@ impl LineBuf {
     pub(crate) fn start(&mut self, chunk: &Chunk, from: usize, hint: usize, limit: usize) {
         debug_assert!(self.buf.is_empty());
         let piece = chunk.bytes().get(from..).unwrap_or_default();
-        crate::buf::extend_within(&mut self.buf, piece, hint, limit);
+        self.extend(piece, hint, limit);
         self.valid_upto = if chunk.in_span(from, chunk.valid_end) {
             // `from` is a line start inside the valid span, so a character boundary:
             // chunk[from..valid_end] is valid on its own.
@@ -465,6 +582,21 @@ impl LineBuf {
     /// Appends raw bytes (a BOM prefix that was no BOM, or the middle of a long line).
     #[inline]
     pub(crate) fn push(&mut self, piece: &[u8], hint: usize, limit: usize) {
+        self.extend(piece, hint, limit);
+    }
+
+    /// Appends `piece`, growing the buffer at most to `limit` (see `buf::extend_within`);
+    /// once lending, into an initialised allocation.
+    #[inline]
+    fn extend(&mut self, piece: &[u8], hint: usize, limit: usize) {
+        if self.buf.capacity() - self.buf.len() < piece.len() {
+            if self.lending {
+                self.grow_initialised(piece.len(), hint, limit);
+            } else {
+                // `extend_within` may move the line to a new allocation.
+                self.initialised = false;
+            }
+        }
         crate::buf::extend_within(&mut self.buf, piece, hint, limit);
     }
 
@@ -475,7 +607,7 @@ impl LineBuf {
     /// (a 64 KiB line arrives in 45 TCP segments), and the common case, valid text, needs
     /// no error position.
     pub(crate) fn complete(&mut self, piece: &[u8], limit: usize) -> bool {
-        crate::buf::extend_within(&mut self.buf, piece, 0, limit);
+        self.extend(piece, 0, limit);
         if self.valid_upto == INVALID {
             return false;
         }
@@ -516,6 +648,17 @@ impl LineBuf {
             Err(bytes)
         }
     }
+}
+
+/// An empty buffer whose allocation of `cap` bytes is all initialised (zeroed).
+fn zeroed(cap: usize) -> BytesMut {
+    let mut buf = BytesMut::zeroed(cap);
+    // Should the allocation be bigger than asked, its tail is initialised too (a resize
+    // within the capacity does not reallocate).
+    let all = buf.capacity();
+    buf.resize(all, 0);
+    buf.clear();
+    buf
 }
 
 /// A growable UTF-8 buffer: the joined lines of a multi-line event.

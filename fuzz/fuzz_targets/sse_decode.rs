@@ -1,8 +1,9 @@
 //! `sse_decode`: arbitrary bytes as a `text/event-stream`, cut into arbitrary chunks.
 //!
-//! Input layout: byte 0 picks how chunks are fed (`push`, `push_slice` or alternating,
-//! low 2 bits) and how many chunk-size bytes follow (`(byte0 >> 2) % 16`); those bytes
-//! are chunk sizes used cyclically (0 gives an empty chunk); the rest is the stream.
+//! Input layout: byte 0 picks how chunks are fed (`push`, `push_slice`, alternating, or
+//! read into the decoder's room; low 2 bits) and how many chunk-size bytes follow
+//! (`(byte0 >> 2) % 16`); those bytes are chunk sizes used cyclically (0 gives an empty
+//! chunk); the rest is the stream.
 //!
 //! Checks, against the spec-literal reference decoder in `mcpwire-tests`:
 //! 1. Under generous limits, mcpwire's items, `last_event_id` and `retry` equal the
@@ -27,9 +28,10 @@ fuzz_target!(|input: &[u8]| {
         return;
     };
     let feed = match control & 3 {
-        0 | 3 => Feed::Bytes,
+        0 => Feed::Bytes,
         1 => Feed::Slice,
-        _ => Feed::Mixed,
+        2 => Feed::Mixed,
+        _ => Feed::Room,
     };
     let n_sizes = usize::from(control >> 2) % 16;
     let (sizes, stream) = rest.split_at(n_sizes.min(rest.len()));

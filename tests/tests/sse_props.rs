@@ -223,7 +223,12 @@ fn chunking() -> impl Strategy<Value = Chunking> {
 }
 
 fn feed() -> impl Strategy<Value = Feed> {
-    prop_oneof![Just(Feed::Bytes), Just(Feed::Slice), Just(Feed::Mixed)]
+    prop_oneof![
+        Just(Feed::Bytes),
+        Just(Feed::Slice),
+        Just(Feed::Mixed),
+        Just(Feed::Room)
+    ]
 }
 
 fn pull() -> impl Strategy<Value = Pull> {

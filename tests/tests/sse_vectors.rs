@@ -72,7 +72,7 @@ fn check(input: &[u8], limits: Limits, expected: &Outcome, limited: bool) {
         ));
     }
     let bytes: Vec<&[u8]> = input.chunks(1).collect();
-    for feed in [Feed::Bytes, Feed::Slice, Feed::Mixed] {
+    for feed in [Feed::Bytes, Feed::Slice, Feed::Mixed, Feed::Room] {
         runs.push((
             format!("1-byte, {feed:?}"),
             bytes.clone(),
@@ -105,6 +105,12 @@ fn check(input: &[u8], limits: Limits, expected: &Outcome, limited: bool) {
             format!("split at {p}, Mixed"),
             vec![a, b],
             Feed::Mixed,
+            Drain::EachChunk,
+        ));
+        runs.push((
+            format!("split at {p}, Room"),
+            vec![a, b],
+            Feed::Room,
             Drain::EachChunk,
         ));
     }
@@ -436,7 +442,7 @@ fn sse_parse_22_long_line_spans_many_chunks() {
         retry: None,
     };
     for size in [1000, 4096, 1 << 16, (1 << 16) + 1, input.len()] {
-        for feed in [Feed::Bytes, Feed::Slice] {
+        for feed in [Feed::Bytes, Feed::Slice, Feed::Room] {
             let chunks: Vec<&[u8]> = input.chunks(size).collect();
             let got = reference::run(small_line(limit), &chunks, feed, Drain::EachChunk);
             assert_eq!(got, expected, "chunk size {size}, {feed:?}");

@@ -46,6 +46,10 @@ use mcpwire::sse::{DecodeError, Decoder, Item, ItemRef, Limits};
 /// How many spent read buffers an [`SseReader`] keeps to take back.
 const SPENT_SLOTS: usize = 3;
 
+/// A line carried this long is read into the decoder's room ([`Decoder::read_room`]):
+/// from here on the copy a read into `buf` would add costs more than the room's upkeep.
+const LONG_LINE: usize = 4 << 10;
+
 /// Why [`SseReader`] could not yield an item.
 #[non_exhaustive]
 #[derive(Debug)]
@@ -96,6 +100,9 @@ impl From<DecodeError> for SseError {
 /// is yielded as soon as the read that delivered its blank line returns, however short
 /// that read was. Bytes are read into a [`BytesMut`] and handed to the decoder as frozen
 /// `Bytes` without another copy, so single-line event data is a slice of the read buffer.
+/// Inside a long line (4 KiB carried, a large tool result), reads go straight into the
+/// decoder's line buffer instead ([`Decoder::read_room`]): the decoder keeps such a
+/// line's bytes there anyway, so each byte is copied once, by the read.
 ///
 /// A read buffer is zeroed once, when it is allocated, not before each read: a buffer
 /// that one read filled whole is taken back ([`Bytes::try_into_mut`]), bytes and all, as
@@ -234,18 +241,28 @@ impl<R: Read> SseReader<R> {
         if self.decoder.is_finished() {
             return Ok(0);
         }
+        if self.decoder.carried_len() >= LONG_LINE {
+            if let Some(room) = self.decoder.read_room(self.read_size) {
+                // Inside a long line: read straight into the decoder's line buffer, which
+                // keeps the line's bytes anyway, rather than into `buf` and from there
+                // into the line buffer.
+                // `min` guards against a `Read` impl that reports more than it was given.
+                let most = room.len();
+                let n = read_retrying(&mut self.reader, room)?.min(most);
+                if n == 0 {
+                    self.decoder.finish();
+                } else {
+                    self.decoder.commit_read(n);
+                }
+                return Ok(n);
+            }
+        }
         // Keep at least a quarter of a read's worth of space; the rest of the previous
         // buffer is reused, so short reads neither re-zero nor reallocate.
         if self.buf.len() < self.read_size.div_ceil(4) {
             self.refill();
         }
-        let n = loop {
-            match self.reader.read(&mut self.buf) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        };
+        let n = read_retrying(&mut self.reader, &mut self.buf)?;
         if n == 0 {
             self.decoder.finish();
             return Ok(0);
@@ -299,6 +316,17 @@ impl<R: Read> SseReader<R> {
         // the first clone of each frozen handle: then freezing, cloning and taking it
         // back allocate nothing.
         self.buf = self.buf.split();
+    }
+}
+
+/// One `read` call into `buf`, retried on `Interrupted`.
+fn read_retrying(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match reader.read(buf) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -650,6 +678,83 @@ mod tests {
         bufs.dedup();
         // Two buffers in turn: each read goes into the one the last event ID left.
         assert_eq!(bufs.len(), 2, "61 reads into {} buffers", bufs.len());
+    }
+
+    /// Records where each `read` call was asked to write.
+    struct Ranges<'a> {
+        input: &'a [u8],
+        reads: Vec<std::ops::Range<usize>>,
+        /// The reads into memory never written before (all zeroes).
+        zeroed: Vec<usize>,
+    }
+
+    impl Read for Ranges<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let start = buf.as_ptr() as usize;
+            self.reads.push(start..start + buf.len());
+            if buf.iter().all(|&b| b == 0) {
+                self.zeroed.push(self.reads.len() - 1);
+            }
+            self.input.read(buf)
+        }
+    }
+
+    #[test]
+    fn long_lines_are_read_into_the_decoder_and_not_copied_again() {
+        // Events of 9 to 10 KB read 1460 bytes at a time: once a line is long, reads go
+        // into the decoder's line buffer, so every event's data lies in memory a read
+        // wrote, and its buffers are reused: after the first few events no read gets
+        // fresh (zeroed) memory.
+        let mut input = Vec::new();
+        let mut expected = Vec::new();
+        for i in 0..40usize {
+            let value = char::from(b'a' + (i % 26) as u8)
+                .to_string()
+                .repeat(9000 + 397 * i % 1000);
+            input.extend_from_slice(
+                format!(
+                    "data: {value}
+
+"
+                )
+                .as_bytes(),
+            );
+            expected.push(value);
+        }
+        let reader = Ranges {
+            input: &input,
+            reads: Vec::new(),
+            zeroed: Vec::new(),
+        };
+        let mut reader = SseReader::new(reader).with_read_size(1460);
+        let mut got = Vec::new();
+        let mut warm = 0;
+        while let Some(item) = reader.next() {
+            let Item::Event(event) = item.unwrap() else {
+                panic!("only events")
+            };
+            // The read that delivered the blank line, or the one before it, wrote the
+            // data's last byte where the event holds it.
+            let last = event.data().as_ptr() as usize + event.data().len() - 1;
+            let reads = &reader.get_ref().reads;
+            assert!(
+                reads.iter().rev().take(2).any(|read| read.contains(&last)),
+                "event {} was copied out of the buffer it was read into",
+                got.len()
+            );
+            got.push(event.data().to_owned());
+            if got.len() == 4 {
+                warm = reads.len();
+            }
+        }
+        assert_eq!(got, expected);
+        let spy = reader.into_inner();
+        assert!(
+            spy.zeroed.iter().all(|&read| read < warm),
+            "reads {:?} of {} got fresh memory, after the first 4 events' {warm}",
+            spy.zeroed,
+            spy.reads.len()
+        );
     }
 
     #[test]

@@ -440,6 +440,11 @@ pub enum Feed {
     Slice,
     /// Alternate: even-numbered chunks by `push`, odd-numbered by `push_slice`.
     Mixed,
+    /// Each chunk is copied into `Decoder::read_room` and committed for as long as the
+    /// decoder lends room (inside a line, all input decoded), the rest pushed; with
+    /// `Drain::EachChunk` the decoder is drained after each commit too. This is how a
+    /// reader fills the decoder's line buffer directly.
+    Room,
 }
 
 /// When [`run`] drains the decoder.
@@ -488,6 +493,23 @@ pub fn run_with<C: AsRef<[u8]>>(
             Feed::Bytes => true,
             Feed::Slice => false,
             Feed::Mixed => i % 2 == 0,
+            Feed::Room => {
+                let mut rest = chunk;
+                while let Some(room) = dec.read_room(rest.len()) {
+                    let n = room.len().min(rest.len());
+                    room[..n].copy_from_slice(&rest[..n]);
+                    dec.commit_read(n);
+                    rest = &rest[n..];
+                    if drain == Drain::EachChunk {
+                        drain_with(&mut dec, &mut items, pull);
+                    }
+                }
+                dec.push(Bytes::copy_from_slice(rest)).unwrap();
+                if drain == Drain::EachChunk {
+                    drain_with(&mut dec, &mut items, pull);
+                }
+                continue;
+            }
         };
         if by_bytes {
             dec.push(Bytes::copy_from_slice(chunk)).unwrap();

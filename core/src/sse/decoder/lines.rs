@@ -160,7 +160,8 @@ impl Decoder {
             // A new carry starts at the front of a buffer big enough for a line like the
             // last one, not in the tail the last (shared) line left: growing from there
             // would copy the line again.
-            self.line.prepare(hint.max(rest.len()).min(max_line_len));
+            self.line
+                .prepare(hint.max(rest.len()).min(max_line_len), max_line_len);
             self.line.start(&self.front, from, hint, max_line_len);
             self.mode = Mode::Carrying;
         } else {

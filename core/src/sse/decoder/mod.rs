@@ -1,7 +1,7 @@
 //! The `text/event-stream` decoder: WHATWG HTML §9.2.5–9.2.6, sans-IO and zero-copy.
 //!
-//! - `mod.rs`: [`Decoder`], its input (`push`, `finish`), its pull (`poll_item`,
-//!   `poll_item_ref`) and its [`Mode`];
+//! - `mod.rs`: [`Decoder`], its input (`push`, `read_room` and `commit_read`, `finish`),
+//!   its pull (`poll_item`, `poll_item_ref`) and its [`Mode`];
 //! - `lines.rs`: splitting the input into lines: the in-chunk hot loop, lines carried
 //!   across chunks, the BOM, skipping after a limit error (§9.2.5);
 //! - `fields.rs`: interpreting one line: the field buffers and the dispatch step
@@ -54,7 +54,10 @@ enum Mode {
 /// Feed it the bytes of one HTTP response body with [`push`](Self::push) (zero-copy) or
 /// [`push_slice`](Self::push_slice), call [`finish`](Self::finish) at end of body, and pull
 /// with [`poll_item`](Self::poll_item) until it returns `Ok(None)` ("need more input").
-/// The decoder never does IO and never panics on input.
+/// A caller that reads from a `std::io::Read` can read a long line's rest straight into
+/// the decoder's line buffer with [`read_room`](Self::read_room) and
+/// [`commit_read`](Self::commit_read), saving a copy. The decoder never does IO and never
+/// panics on input.
 ///
 /// There are two pulls, one for each kind of caller:
 ///
@@ -115,6 +118,8 @@ pub struct Decoder {
     line_hint: usize,
     /// Reused buffer behind `push_slice`.
     scratch: BytesMut,
+    /// Bytes lent by the last `read_room` and not yet committed (0 after any other input).
+    lent: usize,
     fields: Fields,
 }
 
@@ -139,6 +144,7 @@ impl Decoder {
             line: LineBuf::default(),
             line_hint: 0,
             scratch: BytesMut::new(),
+            lent: 0,
             fields: Fields {
                 max_line_len: limits.max_line_len(),
                 max_event_len: limits.max_event_len(),
@@ -156,6 +162,7 @@ impl Decoder {
         if self.closed {
             return Err(FinishedError);
         }
+        self.lent = 0;
         self.enqueue(chunk);
         Ok(())
     }
@@ -170,6 +177,7 @@ impl Decoder {
         if self.closed {
             return Err(FinishedError);
         }
+        self.lent = 0;
         if !chunk.is_empty() {
             self.scratch.extend_from_slice(chunk);
             let chunk = self.scratch.split().freeze();
@@ -191,6 +199,61 @@ impl Decoder {
     /// unterminated line and an undispatched event are discarded (SSE-PARSE-19).
     pub fn finish(&mut self) {
         self.closed = true;
+        self.lent = 0;
+    }
+
+    /// Room in the decoder's own buffer to read the next input into, when that saves a
+    /// copy: while the decoder is inside a line that the input so far has not ended, and
+    /// has decoded all of that input. The line's bytes are kept there until it ends, so
+    /// input read into the room is never copied again, where a pushed chunk is copied
+    /// into that buffer piece by piece. At most `want` bytes (less if the line would
+    /// otherwise pass `max_line_len`); `None` when no room is lent (push instead).
+    ///
+    /// Write the input at the front of the room and hand it over with
+    /// [`commit_read`](Self::commit_read), then pull as after a push. It pays for long
+    /// lines (a large tool result arriving in many reads); for a line of a few hundred
+    /// bytes, reading into a buffer of one's own and pushing it costs the same (see
+    /// [`carried_len`](Self::carried_len)). The room is initialised memory, ready for
+    /// `std::io::Read::read`; it is zeroed once per allocation, which is kept and reused.
+    pub fn read_room(&mut self, want: usize) -> Option<&mut [u8]> {
+        // All input decoded: `front` is empty only when nothing is queued.
+        if self.mode != Mode::Carrying || self.closed || !self.front.bytes().is_empty() {
+            return None;
+        }
+        let room = self
+            .line
+            .room(want, self.line_hint, self.limits.max_line_len());
+        self.lent = room.len();
+        (!room.is_empty()).then_some(room)
+    }
+
+    /// Hands over the first `n` bytes written into the room the last
+    /// [`read_room`](Self::read_room) lent, as [`push`](Self::push) hands over a chunk.
+    /// `n` is capped at the room's size; a commit without room lent since the last push
+    /// does nothing.
+    pub fn commit_read(&mut self, n: usize) {
+        let n = n.min(std::mem::take(&mut self.lent));
+        if n == 0 {
+            return;
+        }
+        let old = self.line.len();
+        let n = self.line.commit(n);
+        let added = &self.line.as_bytes()[old..old + n];
+        // The line goes on up to its line end; the rest is input like a pushed chunk,
+        // which decoding reaches next (the line is finished from `Mode::Carrying`). The
+        // room ends at `max_line_len`, so a line past it is found by the next push, as
+        // if its bytes had been pushed.
+        if let Some(end) = self.line_ends.find(added) {
+            let rest = self.line.split_off(old + end);
+            self.enqueue(rest);
+        }
+    }
+
+    /// Bytes of the line carried across chunks so far: 0 unless the decoder is inside a
+    /// line the input so far has not ended. A caller picks with it between
+    /// [`read_room`](Self::read_room) and a buffer of its own.
+    pub fn carried_len(&self) -> usize {
+        self.line.len()
     }
 
     /// Whether [`finish`](Self::finish) was called.

@@ -212,3 +212,151 @@ fn data_split_across_chunks_is_joined() {
         ["message|ab\nc|"]
     );
 }
+
+/// Reads `input` into `dec` as a reader with `read_room` would, `size` bytes at a time:
+/// into the room while one is lent, pushed otherwise; drains after each. Returns the
+/// items as `decode_with` renders them, and how many reads went into the room.
+fn decode_through_rooms(dec: &mut Decoder, input: &[u8], size: usize) -> (Vec<String>, usize) {
+    let (mut out, mut rooms) = (Vec::new(), 0);
+    for chunk in input.chunks(size) {
+        if let Some(room) = dec.read_room(chunk.len()) {
+            rooms += 1;
+            let n = room.len();
+            room.copy_from_slice(&chunk[..n]);
+            dec.commit_read(n);
+            drain(dec, &mut out);
+            dec.push(Bytes::copy_from_slice(&chunk[n..])).unwrap();
+        } else {
+            dec.push(Bytes::copy_from_slice(chunk)).unwrap();
+        }
+        drain(dec, &mut out);
+    }
+    dec.finish();
+    drain(dec, &mut out);
+    (out, rooms)
+}
+
+#[test]
+fn a_long_line_read_into_the_room_is_handed_out_from_it() {
+    let mut dec = Decoder::default();
+    let value = "a".repeat(5000);
+    dec.push_slice(format!("id: 3\ndata: {value}").as_bytes())
+        .unwrap();
+    assert_eq!(dec.poll_item(), Ok(None));
+    assert_eq!(dec.carried_len(), 5006);
+    let room = dec.read_room(64).expect("inside a line, all input decoded");
+    assert_eq!(room.len(), 64);
+    let start = room.as_ptr() as usize;
+    let rest = b"bc\r";
+    room[..rest.len()].copy_from_slice(rest);
+    dec.commit_read(rest.len());
+    // The CR ends the line; an LF first in the next input belongs to it (SSE-PARSE-3).
+    assert_eq!(dec.poll_item(), Ok(None));
+    assert!(dec.read_room(64).is_none(), "between lines, no room");
+    dec.push_slice(b"\n\ndata: next").unwrap();
+    let event = next_event(&mut dec);
+    assert_eq!(event.data(), format!("{value}bc"));
+    assert_eq!(event.id(), "3");
+    // The line was kept where the room is: the data is a slice of that buffer, so the
+    // bytes read into the room were not copied again.
+    let data = event.data().as_ptr() as usize;
+    assert!(
+        data < start && start - data == value.len(),
+        "the data ends where the room began"
+    );
+    assert_eq!(dec.poll_item(), Ok(None));
+    assert_eq!(dec.carried_len(), "data: next".len());
+}
+
+#[test]
+fn sse_parse_22_the_room_ends_at_the_line_limit() {
+    let limits = Limits::default().with_max_line_len(100);
+    let mut dec = Decoder::new(limits);
+    dec.push_slice(&[b'x'; 60]).unwrap();
+    assert_eq!(dec.poll_item(), Ok(None));
+    let room = dec.read_room(1000).unwrap();
+    assert_eq!(room.len(), 40, "the line may grow to 100 bytes, no further");
+    room.fill(b'y');
+    dec.commit_read(40);
+    assert_eq!(dec.poll_item(), Ok(None));
+    assert!(dec.read_room(1000).is_none(), "the line is at its limit");
+    assert!(dec.buffered_len() <= 100);
+    // The next byte, pushed, passes the limit: the line (an ignored field) is skipped.
+    dec.push_slice(b"z\ndata: ok\n\n").unwrap();
+    assert_eq!(
+        dec.poll_item(),
+        Err(DecodeError::LineSkipped { limit: 100 })
+    );
+    assert_eq!(next_event(&mut dec).data(), "ok");
+}
+
+#[test]
+fn room_is_lent_only_inside_a_line_with_all_input_decoded() {
+    let mut dec = Decoder::default();
+    assert!(dec.read_room(16).is_none(), "at stream start");
+    dec.push_slice(b"data: a\n\n").unwrap();
+    assert!(dec.read_room(16).is_none(), "input queued");
+    assert_eq!(next_event(&mut dec).data(), "a");
+    assert_eq!(dec.poll_item(), Ok(None));
+    assert!(dec.read_room(16).is_none(), "between lines");
+    dec.push_slice(b"data: b").unwrap();
+    assert!(dec.read_room(16).is_none(), "the line is not yet carried");
+    assert_eq!(dec.poll_item(), Ok(None));
+    assert!(dec.read_room(0).is_none(), "no room wanted");
+    assert_eq!(dec.read_room(16).map(|r| r.len()), Some(16));
+    dec.finish();
+    assert!(dec.read_room(16).is_none(), "finished");
+}
+
+#[test]
+fn a_commit_takes_no_more_than_the_room_lent_since_the_last_input() {
+    let mut dec = Decoder::default();
+    dec.push_slice(b"data: ab").unwrap();
+    assert_eq!(dec.poll_item(), Ok(None));
+    dec.commit_read(5);
+    assert_eq!(dec.carried_len(), 8, "no room lent: nothing committed");
+    dec.read_room(3).unwrap().copy_from_slice(b"cd\n");
+    dec.commit_read(50);
+    dec.commit_read(3);
+    assert_eq!(dec.poll_item(), Ok(None));
+    if let Some(room) = dec.read_room(3) {
+        room.fill(b'!');
+    }
+    dec.push_slice(b"\n").unwrap();
+    dec.commit_read(3);
+    assert_eq!(
+        next_event(&mut dec).data(),
+        "abcd",
+        "one commit of 3, capped"
+    );
+    assert_eq!(dec.poll_item(), Ok(None));
+}
+
+#[test]
+fn reads_into_rooms_decode_as_pushes_do() {
+    // Long and short lines, CRLF and CR line ends, multi-line data and a last event ID,
+    // read in sizes that cut lines, line ends and UTF-8 sequences everywhere.
+    let mut input = Vec::new();
+    for i in 0..12usize {
+        let long = "é".repeat(1500 + 700 * i);
+        let end = ["\n", "\r\n", "\r"][i % 3];
+        input.extend_from_slice(format!("id: {i}{end}data: {long}{end}").as_bytes());
+        input.extend_from_slice(format!("data: short {i}{end}: note{end}{end}").as_bytes());
+    }
+    // Miri runs these tests too (the room is lent by an `unsafe` block): one size there.
+    let sizes: &[usize] = if cfg!(miri) {
+        &[1460]
+    } else {
+        &[1, 7, 1460, 4096, 16 << 10]
+    };
+    for &size in sizes {
+        let chunks: Vec<&[u8]> = input.chunks(size).collect();
+        let expected = decode(&chunks);
+        assert_eq!(expected.len(), 24);
+        let mut dec = Decoder::default();
+        let (got, rooms) = decode_through_rooms(&mut dec, &input, size);
+        assert_eq!(got, expected, "reads of {size}");
+        assert!(rooms > 0, "reads of {size} used no room");
+        assert_eq!(dec.last_event_id(), "11");
+    }
+}
