@@ -42,7 +42,8 @@
 //!
 //! The workspace denies `unsafe_code`; the only module that allows it, block by block, is
 //! `utf8`, where a validated span of input is read as `&str` without validating it twice
-//! (the decoder's zero-copy text). Each block states its proof (`clippy::
+//! (the decoder's zero-copy text), and where the decoder lends initialised memory it
+//! reuses as room for reads (`Decoder::read_room`) without zeroing it again. Each block states its proof (`clippy::
 //! undocumented_unsafe_blocks` is on), the proof is the invariant of a type private to
 //! that module, and Miri runs the tests that reach every block. The lint is `deny`, not
 //! `forbid`, because `forbid` cannot be overridden at all: the test crates' counting

@@ -17,6 +17,10 @@
 //! - [`Utf8Ref`]: borrowed text and, optionally, the `Bytes` it lies in (safe: it holds a
 //!   `&str`; `to_bytes` slices the owner with a checked `slice_ref`).
 //!
+//! `LineBuf` and `InputBuf` also lend the spare capacity of allocations they know to be
+//! initialised (zeroed once, then only written) as `&mut [u8]` room for reads, and take
+//! what was read without a copy; their invariants say which allocations those are.
+//!
 //! Miri runs the tests that reach each of these blocks (`.ci/run`).
 
 use bytes::{Bytes, BytesMut};
@@ -647,6 +651,86 @@ impl LineBuf {
         } else {
             Err(bytes)
         }
+    }
+}
+
+/// Room for input read from a `Read` ([`Decoder::read_room`](crate::sse::Decoder::read_room)),
+/// handed over as `Bytes` without a copy, in allocations that are zeroed once and then
+/// reused: a read needs initialised memory, and zeroing before each read would cost as
+/// much as the read's own copy.
+///
+/// Committed bytes are split off the front of the current allocation. When too little
+/// of it is left, it is taken back whole once nothing holds any of its bytes any more
+/// (every chunk decoded and dropped, no item or last event ID in it); until then it
+/// waits among the spent ones (the last [`SPENT`]), and the first of those that is free
+/// is used instead, or, if none is, a new one.
+#[derive(Debug, Default)]
+pub(crate) struct InputBuf {
+    // INVARIANT (every handle here): empty, and either without an allocation or lying in
+    // one made by `zeroed` that it has reached only through splits and `try_reclaim`,
+    // which never allocate: every byte of that allocation is initialised.
+    current: BytesMut,
+    spent: std::collections::VecDeque<BytesMut>,
+}
+
+/// How many spent allocations an [`InputBuf`] keeps to take back: an unfinished event,
+/// the last event ID and an item the caller still holds can each keep one.
+const SPENT: usize = 3;
+
+/// The smallest allocation of an [`InputBuf`]: 16 KiB, many short reads' worth.
+const INPUT_ALLOC: usize = 16 << 10;
+
+impl InputBuf {
+    /// Lends room for at most `want` bytes (`want` > 0): all of it, or at least a
+    /// quarter of it when that much is left in the current allocation.
+    #[inline]
+    pub(crate) fn room(&mut self, want: usize) -> &mut [u8] {
+        let cap = self.current.capacity();
+        // Not enough left for all of `want`: the whole allocation back if nothing holds
+        // any of it, else what is left if that is a quarter of `want`, else another one.
+        if cap < want && !self.current.try_reclaim(want) && cap < want.div_ceil(4) {
+            self.refill(want);
+        }
+        let want = want.min(self.current.capacity());
+        let spare = &mut self.current.spare_capacity_mut()[..want];
+        #[allow(unsafe_code)]
+        // SAFETY: the INVARIANT on the fields: every byte of `current`'s allocation is
+        // initialised, so its spare capacity is valid as `[u8]` (`MaybeUninit<u8>` and
+        // `u8` have the same layout).
+        unsafe {
+            &mut *(std::ptr::from_mut::<[std::mem::MaybeUninit<u8>]>(spare) as *mut [u8])
+        }
+    }
+
+    /// Makes `current`, which is still held, a spent allocation, and replaces it with a
+    /// spent one that is free again (taken back whole), or else a new, zeroed one.
+    #[cold]
+    fn refill(&mut self, want: usize) {
+        let next = match self.spent.iter_mut().position(|b| b.try_reclaim(want)) {
+            Some(i) => self.spent.remove(i).unwrap_or_default(),
+            None => zeroed(want.max(INPUT_ALLOC)),
+        };
+        if self.spent.len() == SPENT {
+            // Given up: it goes when the last of its bytes does.
+            self.spent.pop_front();
+        }
+        self.spent
+            .push_back(std::mem::replace(&mut self.current, next));
+    }
+
+    /// Takes the first `n` bytes of the room [`room`](Self::room) lent (at most what
+    /// is left of the allocation) as input.
+    #[inline]
+    pub(crate) fn commit(&mut self, n: usize) -> Bytes {
+        let n = n.min(self.current.capacity());
+        #[allow(unsafe_code)]
+        // SAFETY: `n` is within the capacity (the length is 0, the INVARIANT), and those
+        // bytes are initialised: the INVARIANT on the fields.
+        unsafe {
+            self.current.set_len(n);
+        }
+        // The handle stays empty (the INVARIANT).
+        self.current.split().freeze()
     }
 }
 

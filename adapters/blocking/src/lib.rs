@@ -34,21 +34,12 @@ mod writer;
 
 pub use writer::SseWriter;
 
-use std::collections::VecDeque;
 use std::error::Error;
 use std::fmt;
 use std::io::{self, ErrorKind, Read};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
 use mcpwire::sse::{DecodeError, Decoder, Item, ItemRef, Limits};
-
-/// How many spent read buffers an [`SseReader`] keeps to take back.
-const SPENT_SLOTS: usize = 3;
-
-/// A line carried this long is read into the decoder's room ([`Decoder::read_room`]):
-/// from here on the copy a read into `buf` would add costs more than the room's upkeep.
-const LONG_LINE: usize = 4 << 10;
 
 /// Why [`SseReader`] could not yield an item.
 #[non_exhaustive]
@@ -98,20 +89,12 @@ impl From<DecodeError> for SseError {
 /// Each call to [`next`](Iterator::next) first drains what the [`Decoder`] can already
 /// decode; only when it needs more input does it make **one** `read` call, so an event
 /// is yielded as soon as the read that delivered its blank line returns, however short
-/// that read was. Bytes are read into a [`BytesMut`] and handed to the decoder as frozen
-/// `Bytes` without another copy, so single-line event data is a slice of the read buffer.
-/// Inside a long line (4 KiB carried, a large tool result), reads go straight into the
-/// decoder's line buffer instead ([`Decoder::read_room`]): the decoder keeps such a
-/// line's bytes there anyway, so each byte is copied once, by the read.
-///
-/// A read buffer is zeroed once, when it is allocated, not before each read: a buffer
-/// that one read filled whole is taken back ([`Bytes::try_into_mut`]), bytes and all, as
-/// soon as neither the decoder nor the caller holds any of it (an item dropped, a last
-/// event ID moved on), and the next read overwrites it. A buffer still shared is never
-/// written to; a new one is allocated instead. The reader keeps the last three such
-/// buffers to take back (an unfinished event and the last event ID can each hold one
-/// while the newest is still being decoded), so besides the one being filled it holds
-/// at most three, each at most [`read_size`](Self::read_size) bytes.
+/// that read was. Each read goes into room the decoder lends ([`Decoder::read_room`]), so
+/// the read is the one copy of the input: the decoder takes the bytes over without
+/// another (single-line event data is a slice of the memory read into), and a long
+/// line (a large tool result) is read straight into the buffer the decoder keeps it in.
+/// That memory is zeroed once per allocation, not before each read, and reused once
+/// nothing holds any of its bytes; see [`Decoder::read_room`] for what it keeps.
 ///
 /// At end of input (`read` returns 0) the decoder is finished: an unterminated event is
 /// discarded (SSE-PARSE-19) and the iterator ends. `ErrorKind::Interrupted` is retried.
@@ -126,13 +109,6 @@ impl From<DecodeError> for SseError {
 pub struct SseReader<R> {
     reader: R,
     decoder: Decoder,
-    /// Initialised bytes ready to be read into; a read's bytes are split off its front.
-    buf: BytesMut,
-    /// Buffers that reads filled whole and handed to the decoder, oldest first (at most
-    /// [`SPENT_SLOTS`]): each is taken back for reading once nothing else holds it. The
-    /// decoder keeps a buffer alive while a last event ID or an unfinished event is a
-    /// slice of it, so the newest few are usually still held when a read needs space.
-    spent: VecDeque<Bytes>,
     read_size: usize,
 }
 
@@ -150,8 +126,6 @@ impl<R: Read> SseReader<R> {
         Self {
             reader,
             decoder: Decoder::new(limits),
-            buf: BytesMut::new(),
-            spent: VecDeque::new(),
             read_size: Self::DEFAULT_READ_SIZE,
         }
     }
@@ -238,53 +212,18 @@ impl<R: Read> SseReader<R> {
     /// The reader's error, other than `Interrupted`. Nothing was handed to the decoder, so
     /// calling again is safe.
     pub fn read_chunk(&mut self) -> io::Result<usize> {
-        if self.decoder.is_finished() {
+        let Some(room) = self.decoder.read_room(self.read_size) else {
+            // Finished: the input has ended.
             return Ok(0);
-        }
-        if self.decoder.carried_len() >= LONG_LINE {
-            if let Some(room) = self.decoder.read_room(self.read_size) {
-                // Inside a long line: read straight into the decoder's line buffer, which
-                // keeps the line's bytes anyway, rather than into `buf` and from there
-                // into the line buffer.
-                // `min` guards against a `Read` impl that reports more than it was given.
-                let most = room.len();
-                let n = read_retrying(&mut self.reader, room)?.min(most);
-                if n == 0 {
-                    self.decoder.finish();
-                } else {
-                    self.decoder.commit_read(n);
-                }
-                return Ok(n);
-            }
-        }
-        // Keep at least a quarter of a read's worth of space; the rest of the previous
-        // buffer is reused, so short reads neither re-zero nor reallocate.
-        if self.buf.len() < self.read_size.div_ceil(4) {
-            self.refill();
-        }
-        let n = read_retrying(&mut self.reader, &mut self.buf)?;
+        };
+        // `min` guards against a `Read` impl that reports more than it was given.
+        let most = room.len();
+        let n = read_retrying(&mut self.reader, room)?.min(most);
         if n == 0 {
             self.decoder.finish();
-            return Ok(0);
-        }
-        // `min` guards against a `Read` impl that reports more than it was given.
-        let n = n.min(self.buf.len());
-        let chunk = if n == self.buf.len() {
-            // The read filled the buffer: hand all of it over, and keep a handle to take
-            // it back once the decoder and the caller are done with it.
-            let chunk = std::mem::take(&mut self.buf).freeze();
-            if self.spent.len() == SPENT_SLOTS {
-                // Given up: it goes when its last holder does.
-                self.spent.pop_front();
-            }
-            self.spent.push_back(chunk.clone());
-            chunk
         } else {
-            self.buf.split_to(n).freeze()
-        };
-        self.decoder
-            .push(chunk)
-            .expect("the decoder is finished only at end of input, and nothing is read after it");
+            self.decoder.commit_read(n);
+        }
         Ok(n)
     }
 
@@ -294,28 +233,6 @@ impl<R: Read> SseReader<R> {
     #[inline(never)]
     fn read_more(&mut self) -> io::Result<usize> {
         self.read_chunk()
-    }
-
-    /// Makes `buf` a buffer to read into: a spent one that nothing else holds any more,
-    /// its bytes still initialised (no zeroing), or else a zeroed one, in the previous
-    /// buffer's allocation if nothing else holds it.
-    fn refill(&mut self) {
-        // `try_into_mut` succeeds only for a unique handle: no item, no decoder state, no
-        // other handle points into the buffer. Its length is what one read filled, so
-        // at least a quarter of a read.
-        if let Some(i) = self.spent.iter().position(Bytes::is_unique) {
-            let unique = self.spent.remove(i).map(Bytes::try_into_mut);
-            if let Some(Ok(buf)) = unique {
-                self.buf = buf;
-                return;
-            }
-        }
-        self.buf.clear();
-        self.buf.resize(self.read_size, 0);
-        // Make the buffer reference-counted now, once for its lifetime, rather than on
-        // the first clone of each frozen handle: then freezing, cloning and taking it
-        // back allocate nothing.
-        self.buf = self.buf.split();
     }
 }
 
@@ -567,35 +484,6 @@ mod tests {
         assert_eq!(b as usize - a as usize, 17);
     }
 
-    /// Answers each `read` from `input`, at most `max` bytes at a time, and records
-    /// whether the buffer it was given held only zeros, and where it was.
-    struct Spy<'a> {
-        input: &'a [u8],
-        max: usize,
-        zeroed: Vec<bool>,
-        bufs: Vec<usize>,
-    }
-
-    impl<'a> Spy<'a> {
-        fn new(input: &'a [u8]) -> Self {
-            Self {
-                input,
-                max: usize::MAX,
-                zeroed: Vec::new(),
-                bufs: Vec::new(),
-            }
-        }
-    }
-
-    impl Read for Spy<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            self.zeroed.push(buf.iter().all(|&b| b == 0));
-            self.bufs.push(buf.as_ptr() as usize);
-            let n = buf.len().min(self.max);
-            self.input.read(&mut buf[..n])
-        }
-    }
-
     /// `blocks` 16-byte events, `data: ` and eight letters each (`a…`, `b…`, …).
     fn sixteen_byte_events(blocks: usize) -> (Vec<u8>, Vec<String>) {
         let mut input = Vec::new();
@@ -608,28 +496,6 @@ mod tests {
         }
         assert_eq!(input.len(), 16 * blocks);
         (input, data)
-    }
-
-    #[test]
-    fn a_buffer_read_whole_is_taken_back_once_nothing_holds_it() {
-        let (input, expected) = sixteen_byte_events(8);
-        let mut reader = SseReader::new(Spy::new(&input)).with_read_size(16);
-        let mut data = Vec::new();
-        for item in reader.by_ref() {
-            let Item::Event(event) = item.unwrap() else {
-                panic!("only events")
-            };
-            // The event (its data a slice of the read buffer) is dropped here.
-            data.push(event.data().to_owned());
-        }
-        assert_eq!(data, expected);
-        let spy = reader.into_inner();
-        // Eight full reads and the one that found the end, all into one buffer, which
-        // was zeroed once: after that each read overwrites the bytes of the one before.
-        assert_eq!(spy.bufs.len(), 9);
-        assert!(spy.bufs.iter().all(|&b| b == spy.bufs[0]), "{:?}", spy.bufs);
-        assert!(spy.zeroed[0]);
-        assert!(spy.zeroed[1..].iter().all(|&z| !z), "{:?}", spy.zeroed);
     }
 
     #[test]
@@ -649,35 +515,6 @@ mod tests {
         at.sort_unstable();
         at.dedup();
         assert_eq!(at.len(), 40, "each event in a buffer of its own");
-    }
-
-    #[test]
-    fn sse_parse_14_last_event_id_kept_alive_while_buffers_are_reused() {
-        // Each 16-byte read holds an `id`: the decoder keeps the last event ID as a slice
-        // of the newest buffer, so that one is held while the one before it is reused.
-        let mut input = Vec::new();
-        for i in 0..60 {
-            input.extend_from_slice(format!("id:{:02}\ndata:xyz\n\n", i % 100).as_bytes());
-        }
-        assert_eq!(input.len(), 16 * 60);
-        let mut reader = SseReader::new(Spy::new(&input)).with_read_size(16);
-        let mut ids = Vec::new();
-        while let Some(item) = reader.next() {
-            let Item::Event(event) = item.unwrap() else {
-                panic!("only events")
-            };
-            assert_eq!(event.data(), "xyz");
-            ids.push(event.id().to_owned());
-            assert_eq!(reader.last_event_id(), event.id());
-        }
-        let expected: Vec<String> = (0..60).map(|i| format!("{i:02}")).collect();
-        assert_eq!(ids, expected);
-        assert_eq!(reader.last_event_id(), "59");
-        let mut bufs = reader.into_inner().bufs;
-        bufs.sort_unstable();
-        bufs.dedup();
-        // Two buffers in turn: each read goes into the one the last event ID left.
-        assert_eq!(bufs.len(), 2, "61 reads into {} buffers", bufs.len());
     }
 
     /// Records where each `read` call was asked to write.
@@ -758,76 +595,40 @@ mod tests {
     }
 
     #[test]
-    fn an_event_across_three_reads_leaves_the_buffers_to_take_back() {
-        // 48-byte events read 16 bytes at a time: while an event is unfinished the
-        // decoder holds the buffer its first `data` line is a slice of, and the last
-        // event ID holds another, so the newest few spent buffers are still held when a
-        // read needs space. The reader keeps enough of them to take one back every time:
-        // after the first few, no read gets a new (zeroed) buffer.
+    fn sse_parse_14_reads_reuse_memory_once_nothing_holds_it() {
+        // 4 KiB reads of 16-byte events, each with an `id`: the decoder keeps the last
+        // event ID as a slice of the memory it was read into, so that stays held while
+        // other memory is read into; memory nothing holds any more is read into again
+        // without being zeroed. Over 64 KiB, at most two 16 KiB allocations' worth of
+        // reads get fresh (zeroed) memory.
         let mut input = Vec::new();
-        let mut expected = Vec::new();
-        for i in 0..60 {
-            let (x, y) = ("x".repeat(15), "y".repeat(14));
-            input.extend_from_slice(format!("id:{i:02}\ndata:{x}\ndata:{y}\n\n").as_bytes());
-            expected.push((format!("{i:02}"), format!("{x}\n{y}")));
+        for i in 0..4096 {
+            input.extend_from_slice(format!("id:{:02}\ndata:xyz\n\n", i % 100).as_bytes());
         }
-        assert_eq!(input.len(), 48 * 60);
-        let mut reader = SseReader::new(Spy::new(&input)).with_read_size(16);
-        let mut got = Vec::new();
-        for item in reader.by_ref() {
+        assert_eq!(input.len(), 16 * 4096);
+        let reader = Ranges {
+            input: &input,
+            reads: Vec::new(),
+            zeroed: Vec::new(),
+        };
+        let mut reader = SseReader::new(reader).with_read_size(4096);
+        let mut events = 0;
+        while let Some(item) = reader.next() {
             let Item::Event(event) = item.unwrap() else {
                 panic!("only events")
             };
-            got.push((event.id().to_owned(), event.data().to_owned()));
+            assert_eq!(event.data(), "xyz");
+            assert_eq!(event.id(), format!("{:02}", events % 100));
+            assert_eq!(reader.last_event_id(), event.id());
+            events += 1;
         }
-        assert_eq!(got, expected);
+        assert_eq!(events, 4096);
         let spy = reader.into_inner();
-        assert_eq!(spy.bufs.len(), 181);
-        let fresh = spy.zeroed.iter().filter(|&&z| z).count();
-        assert!(fresh <= SPENT_SLOTS + 1, "{fresh} zeroed buffers");
-        // The fresh ones come while the first events fill the slots (reads 0, 1 and 4).
-        let at: Vec<usize> = (0..181).filter(|&i| spy.zeroed[i]).collect();
         assert!(
-            at.iter().all(|&i| i < 2 * SPENT_SLOTS),
-            "zeroed at reads {at:?}"
+            spy.zeroed.len() <= 2 * 4,
+            "{} of {} reads got fresh memory",
+            spy.zeroed.len(),
+            spy.reads.len()
         );
-        let mut bufs = spy.bufs;
-        bufs.sort_unstable();
-        bufs.dedup();
-        assert!(
-            bufs.len() <= SPENT_SLOTS + 1,
-            "181 reads into {} buffers",
-            bufs.len()
-        );
-    }
-
-    #[test]
-    fn short_reads_fill_one_buffer_and_the_read_that_ends_it_hands_it_back() {
-        // Reads of 8 bytes into 16-byte buffers: the first read takes the front half of a
-        // zeroed buffer, the second fills the rest and so ends it; once the decoder is
-        // done with both halves, the back half (its length is a read's) is read into
-        // again, without zeroing, for the rest of the stream.
-        let (input, expected) = sixteen_byte_events(4);
-        let mut spy = Spy::new(&input);
-        spy.max = 8;
-        let mut reader = SseReader::new(spy).with_read_size(16);
-        let mut data = Vec::new();
-        for item in reader.by_ref() {
-            let Item::Event(event) = item.unwrap() else {
-                panic!("only events")
-            };
-            data.push(event.data().to_owned());
-        }
-        assert_eq!(data, expected);
-        let spy = reader.into_inner();
-        let base = spy.bufs[0];
-        assert_eq!(spy.bufs.len(), 9);
-        assert!(
-            spy.bufs[1..].iter().all(|&b| b == base + 8),
-            "{:?}",
-            spy.bufs
-        );
-        assert_eq!(&spy.zeroed[..2], [true, true]);
-        assert!(spy.zeroed[2..].iter().all(|&z| !z), "{:?}", spy.zeroed);
     }
 }

@@ -440,10 +440,9 @@ pub enum Feed {
     Slice,
     /// Alternate: even-numbered chunks by `push`, odd-numbered by `push_slice`.
     Mixed,
-    /// Each chunk is copied into `Decoder::read_room` and committed for as long as the
-    /// decoder lends room (inside a line, all input decoded), the rest pushed; with
-    /// `Drain::EachChunk` the decoder is drained after each commit too. This is how a
-    /// reader fills the decoder's line buffer directly.
+    /// Each chunk is copied into the rooms `Decoder::read_room` lends and committed, room
+    /// by room (a room may be shorter than the chunk); with `Drain::EachChunk` the
+    /// decoder is drained after each commit. This is how a reader feeds the decoder.
     Room,
 }
 
@@ -495,7 +494,8 @@ pub fn run_with<C: AsRef<[u8]>>(
             Feed::Mixed => i % 2 == 0,
             Feed::Room => {
                 let mut rest = chunk;
-                while let Some(room) = dec.read_room(rest.len()) {
+                while !rest.is_empty() {
+                    let room = dec.read_room(rest.len()).expect("lent until finished");
                     let n = room.len().min(rest.len());
                     room[..n].copy_from_slice(&rest[..n]);
                     dec.commit_read(n);
@@ -503,10 +503,6 @@ pub fn run_with<C: AsRef<[u8]>>(
                     if drain == Drain::EachChunk {
                         drain_with(&mut dec, &mut items, pull);
                     }
-                }
-                dec.push(Bytes::copy_from_slice(rest)).unwrap();
-                if drain == Drain::EachChunk {
-                    drain_with(&mut dec, &mut items, pull);
                 }
                 continue;
             }

@@ -25,8 +25,25 @@ use bytes::{Bytes, BytesMut};
 
 use super::Limits;
 use super::line_end::LineEnds;
-use crate::utf8::{Chunk, LineBuf};
+use crate::utf8::{Chunk, InputBuf, LineBuf};
 use fields::{Data, Fields, Step, in_chunk};
+
+/// A line carried this long is read into its own buffer by `read_room` (or one half of
+/// `max_line_len` long, if that is less): from here on, the copy into that buffer that a
+/// chunk read elsewhere needs costs more than the room's upkeep.
+const LONG_LINE: usize = 4 << 10;
+
+/// What `read_room` lent, and how many bytes of it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Lent {
+    /// Nothing, or a push or `finish` came since.
+    #[default]
+    Nothing,
+    /// Room in the input buffer.
+    Input(usize),
+    /// Room after the carried line.
+    Line(usize),
+}
 
 /// Where the decoder is in the stream: what the next input byte means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,8 +135,11 @@ pub struct Decoder {
     line_hint: usize,
     /// Reused buffer behind `push_slice`.
     scratch: BytesMut,
-    /// Bytes lent by the last `read_room` and not yet committed (0 after any other input).
-    lent: usize,
+    /// Room for reads (`read_room`) outside a long line.
+    input: InputBuf,
+    /// What the last `read_room` lent and is not yet committed (nothing after any other
+    /// input).
+    lent: Lent,
     fields: Fields,
 }
 
@@ -144,7 +164,8 @@ impl Decoder {
             line: LineBuf::default(),
             line_hint: 0,
             scratch: BytesMut::new(),
-            lent: 0,
+            input: InputBuf::default(),
+            lent: Lent::Nothing,
             fields: Fields {
                 max_line_len: limits.max_line_len(),
                 max_event_len: limits.max_event_len(),
@@ -162,7 +183,7 @@ impl Decoder {
         if self.closed {
             return Err(FinishedError);
         }
-        self.lent = 0;
+        self.lent = Lent::Nothing;
         self.enqueue(chunk);
         Ok(())
     }
@@ -177,7 +198,7 @@ impl Decoder {
         if self.closed {
             return Err(FinishedError);
         }
-        self.lent = 0;
+        self.lent = Lent::Nothing;
         if !chunk.is_empty() {
             self.scratch.extend_from_slice(chunk);
             let chunk = self.scratch.split().freeze();
@@ -199,40 +220,67 @@ impl Decoder {
     /// unterminated line and an undispatched event are discarded (SSE-PARSE-19).
     pub fn finish(&mut self) {
         self.closed = true;
-        self.lent = 0;
+        self.lent = Lent::Nothing;
     }
 
-    /// Room in the decoder's own buffer to read the next input into, when that saves a
-    /// copy: while the decoder is inside a line that the input so far has not ended, and
-    /// has decoded all of that input. The line's bytes are kept there until it ends, so
-    /// input read into the room is never copied again, where a pushed chunk is copied
-    /// into that buffer piece by piece. At most `want` bytes (less if the line would
-    /// otherwise pass `max_line_len`); `None` when no room is lent (push instead).
+    /// Room in the decoder's own buffers to read the next input into, for a caller that
+    /// reads from a `std::io::Read`: write the input at its front and hand it over with
+    /// [`commit_read`](Self::commit_read), then pull as after a [`push`](Self::push).
+    /// At most `want` bytes; `None` only after [`finish`](Self::finish) or for a `want`
+    /// of 0. The room is initialised memory, ready for `Read::read`.
     ///
-    /// Write the input at the front of the room and hand it over with
-    /// [`commit_read`](Self::commit_read), then pull as after a push. It pays for long
-    /// lines (a large tool result arriving in many reads); for a line of a few hundred
-    /// bytes, reading into a buffer of one's own and pushing it costs the same (see
-    /// [`carried_len`](Self::carried_len)). The room is initialised memory, ready for
-    /// `std::io::Read::read`; it is zeroed once per allocation, which is kept and reused.
+    /// This saves what a caller's own buffers cost. Inside a long line that the input
+    /// so far has not ended (4 KiB carried, or half of `max_line_len` if less; all input
+    /// decoded), the room is the rest of the line's buffer, which keeps the line's bytes
+    /// anyway: each byte is copied once, by the read, where a pushed chunk would be
+    /// copied into that buffer again. Otherwise the room is in an input buffer that hands
+    /// the bytes over without a copy and is taken back and reused, not zeroed again,
+    /// once nothing holds any of its bytes (the decoder zeroes each allocation once and
+    /// keeps up to five: the current one and three spent ones for input, and the line's
+    /// two).
     pub fn read_room(&mut self, want: usize) -> Option<&mut [u8]> {
-        // All input decoded: `front` is empty only when nothing is queued.
-        if self.mode != Mode::Carrying || self.closed || !self.front.bytes().is_empty() {
+        if self.closed || want == 0 {
             return None;
         }
-        let room = self
-            .line
-            .room(want, self.line_hint, self.limits.max_line_len());
-        self.lent = room.len();
-        (!room.is_empty()).then_some(room)
+        let max_line_len = self.limits.max_line_len();
+        let long_line = LONG_LINE.min(max_line_len / 2).max(1);
+        // `front` is empty only when all input is decoded (nothing is queued).
+        let room = if self.mode == Mode::Carrying
+            && self.front.bytes().is_empty()
+            && (long_line..max_line_len).contains(&self.line.len())
+        {
+            // Below the limit, so the room is not empty.
+            let room = self.line.room(want, self.line_hint, max_line_len);
+            self.lent = Lent::Line(room.len());
+            room
+        } else {
+            let room = self.input.room(want);
+            self.lent = Lent::Input(room.len());
+            room
+        };
+        Some(room)
     }
 
     /// Hands over the first `n` bytes written into the room the last
     /// [`read_room`](Self::read_room) lent, as [`push`](Self::push) hands over a chunk.
-    /// `n` is capped at the room's size; a commit without room lent since the last push
-    /// does nothing.
+    /// `n` is capped at the room's size; a commit without room lent since the last
+    /// input does nothing.
     pub fn commit_read(&mut self, n: usize) {
-        let n = n.min(std::mem::take(&mut self.lent));
+        match std::mem::take(&mut self.lent) {
+            Lent::Nothing => {}
+            Lent::Input(lent) => {
+                let n = n.min(lent);
+                if n > 0 {
+                    let chunk = self.input.commit(n);
+                    self.enqueue(chunk);
+                }
+            }
+            Lent::Line(lent) => self.commit_line(n.min(lent)),
+        }
+    }
+
+    /// Appends `n` bytes read into the line's room to the line.
+    fn commit_line(&mut self, n: usize) {
         if n == 0 {
             return;
         }
@@ -247,13 +295,6 @@ impl Decoder {
             let rest = self.line.split_off(old + end);
             self.enqueue(rest);
         }
-    }
-
-    /// Bytes of the line carried across chunks so far: 0 unless the decoder is inside a
-    /// line the input so far has not ended. A caller picks with it between
-    /// [`read_room`](Self::read_room) and a buffer of its own.
-    pub fn carried_len(&self) -> usize {
-        self.line.len()
     }
 
     /// Whether [`finish`](Self::finish) was called.

@@ -213,27 +213,22 @@ fn data_split_across_chunks_is_joined() {
     );
 }
 
-/// Reads `input` into `dec` as a reader with `read_room` would, `size` bytes at a time:
-/// into the room while one is lent, pushed otherwise; drains after each. Returns the
-/// items as `decode_with` renders them, and how many reads went into the room.
-fn decode_through_rooms(dec: &mut Decoder, input: &[u8], size: usize) -> (Vec<String>, usize) {
-    let (mut out, mut rooms) = (Vec::new(), 0);
-    for chunk in input.chunks(size) {
-        if let Some(room) = dec.read_room(chunk.len()) {
-            rooms += 1;
-            let n = room.len();
-            room.copy_from_slice(&chunk[..n]);
-            dec.commit_read(n);
-            drain(dec, &mut out);
-            dec.push(Bytes::copy_from_slice(&chunk[n..])).unwrap();
-        } else {
-            dec.push(Bytes::copy_from_slice(chunk)).unwrap();
-        }
+/// Reads `input` into `dec` as a reader with `read_room` does, `size` bytes at a time,
+/// draining after each read; returns the items as `decode_with` renders them.
+fn decode_through_rooms(dec: &mut Decoder, input: &[u8], size: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = input;
+    while !rest.is_empty() {
+        let room = dec.read_room(size).expect("lent until finished");
+        let n = room.len().min(rest.len());
+        room[..n].copy_from_slice(&rest[..n]);
+        dec.commit_read(n);
+        rest = &rest[n..];
         drain(dec, &mut out);
     }
     dec.finish();
     drain(dec, &mut out);
-    (out, rooms)
+    out
 }
 
 #[test]
@@ -243,8 +238,7 @@ fn a_long_line_read_into_the_room_is_handed_out_from_it() {
     dec.push_slice(format!("id: 3\ndata: {value}").as_bytes())
         .unwrap();
     assert_eq!(dec.poll_item(), Ok(None));
-    assert_eq!(dec.carried_len(), 5006);
-    let room = dec.read_room(64).expect("inside a line, all input decoded");
+    let room = dec.read_room(64).expect("lent until finished");
     assert_eq!(room.len(), 64);
     let start = room.as_ptr() as usize;
     let rest = b"bc\r";
@@ -252,24 +246,45 @@ fn a_long_line_read_into_the_room_is_handed_out_from_it() {
     dec.commit_read(rest.len());
     // The CR ends the line; an LF first in the next input belongs to it (SSE-PARSE-3).
     assert_eq!(dec.poll_item(), Ok(None));
-    assert!(dec.read_room(64).is_none(), "between lines, no room");
     dec.push_slice(b"\n\ndata: next").unwrap();
     let event = next_event(&mut dec);
     assert_eq!(event.data(), format!("{value}bc"));
     assert_eq!(event.id(), "3");
-    // The line was kept where the room is: the data is a slice of that buffer, so the
-    // bytes read into the room were not copied again.
+    // The room was the rest of the line's buffer: the data is a slice of that buffer, so
+    // the bytes read into the room were not copied again.
     let data = event.data().as_ptr() as usize;
     assert!(
         data < start && start - data == value.len(),
         "the data ends where the room began"
     );
     assert_eq!(dec.poll_item(), Ok(None));
-    assert_eq!(dec.carried_len(), "data: next".len());
 }
 
 #[test]
-fn sse_parse_22_the_room_ends_at_the_line_limit() {
+fn short_input_read_into_the_room_is_handed_out_without_a_copy() {
+    let mut dec = Decoder::default();
+    let room = dec.read_room(100).unwrap();
+    let (start, len) = (room.as_ptr() as usize, room.len());
+    assert_eq!(len, 100);
+    let input = b"data: first\n\ndata: sec";
+    room[..input.len()].copy_from_slice(input);
+    dec.commit_read(input.len());
+    let event = next_event(&mut dec);
+    assert_eq!(event.data(), "first");
+    let data = event.data().as_ptr() as usize;
+    assert_eq!(data, start + 6, "a slice of the room");
+    assert_eq!(dec.poll_item(), Ok(None));
+    // Input may also be queued when room is lent: it is decoded in order.
+    dec.push_slice(b"ond").unwrap();
+    dec.read_room(10).unwrap()[..2].copy_from_slice(b"\n\n");
+    dec.commit_read(2);
+    assert_eq!(next_event(&mut dec).data(), "second");
+}
+
+#[test]
+fn sse_parse_22_the_line_room_ends_at_the_line_limit() {
+    // A line half the limit long is long: the room is the rest of its buffer, up to the
+    // limit.
     let limits = Limits::default().with_max_line_len(100);
     let mut dec = Decoder::new(limits);
     dec.push_slice(&[b'x'; 60]).unwrap();
@@ -279,10 +294,12 @@ fn sse_parse_22_the_room_ends_at_the_line_limit() {
     room.fill(b'y');
     dec.commit_read(40);
     assert_eq!(dec.poll_item(), Ok(None));
-    assert!(dec.read_room(1000).is_none(), "the line is at its limit");
     assert!(dec.buffered_len() <= 100);
-    // The next byte, pushed, passes the limit: the line (an ignored field) is skipped.
-    dec.push_slice(b"z\ndata: ok\n\n").unwrap();
+    // At the limit, the room is elsewhere, and the next byte passes the limit: the line
+    // (an ignored field) is skipped.
+    let input = b"z\ndata: ok\n\n";
+    dec.read_room(1000).unwrap()[..input.len()].copy_from_slice(input);
+    dec.commit_read(input.len());
     assert_eq!(
         dec.poll_item(),
         Err(DecodeError::LineSkipped { limit: 100 })
@@ -291,21 +308,18 @@ fn sse_parse_22_the_room_ends_at_the_line_limit() {
 }
 
 #[test]
-fn room_is_lent_only_inside_a_line_with_all_input_decoded() {
+fn room_is_lent_until_finished() {
     let mut dec = Decoder::default();
-    assert!(dec.read_room(16).is_none(), "at stream start");
-    dec.push_slice(b"data: a\n\n").unwrap();
-    assert!(dec.read_room(16).is_none(), "input queued");
-    assert_eq!(next_event(&mut dec).data(), "a");
-    assert_eq!(dec.poll_item(), Ok(None));
-    assert!(dec.read_room(16).is_none(), "between lines");
-    dec.push_slice(b"data: b").unwrap();
-    assert!(dec.read_room(16).is_none(), "the line is not yet carried");
-    assert_eq!(dec.poll_item(), Ok(None));
     assert!(dec.read_room(0).is_none(), "no room wanted");
     assert_eq!(dec.read_room(16).map(|r| r.len()), Some(16));
+    dec.push_slice(b"data: b").unwrap();
+    assert!(dec.read_room(16).is_some(), "input queued");
+    assert_eq!(dec.poll_item(), Ok(None));
+    assert!(dec.read_room(16).is_some(), "inside a line");
     dec.finish();
     assert!(dec.read_room(16).is_none(), "finished");
+    dec.commit_read(16);
+    assert_eq!(dec.poll_item(), Ok(None), "nothing committed after finish");
 }
 
 #[test]
@@ -314,21 +328,17 @@ fn a_commit_takes_no_more_than_the_room_lent_since_the_last_input() {
     dec.push_slice(b"data: ab").unwrap();
     assert_eq!(dec.poll_item(), Ok(None));
     dec.commit_read(5);
-    assert_eq!(dec.carried_len(), 8, "no room lent: nothing committed");
     dec.read_room(3).unwrap().copy_from_slice(b"cd\n");
     dec.commit_read(50);
     dec.commit_read(3);
     assert_eq!(dec.poll_item(), Ok(None));
-    if let Some(room) = dec.read_room(3) {
-        room.fill(b'!');
-    }
+    dec.read_room(3).unwrap().fill(b'!');
     dec.push_slice(b"\n").unwrap();
     dec.commit_read(3);
-    assert_eq!(
-        next_event(&mut dec).data(),
-        "abcd",
-        "one commit of 3, capped"
-    );
+    // Without room, nothing; one commit of 3, capped; none after a push.
+    assert_eq!(next_event(&mut dec).data(), "abcd");
+    assert_eq!(dec.poll_item(), Ok(None));
+    dec.finish();
     assert_eq!(dec.poll_item(), Ok(None));
 }
 
@@ -343,7 +353,7 @@ fn reads_into_rooms_decode_as_pushes_do() {
         input.extend_from_slice(format!("id: {i}{end}data: {long}{end}").as_bytes());
         input.extend_from_slice(format!("data: short {i}{end}: note{end}{end}").as_bytes());
     }
-    // Miri runs these tests too (the room is lent by an `unsafe` block): one size there.
+    // Miri runs these tests too (the room is lent by `unsafe` blocks): one size there.
     let sizes: &[usize] = if cfg!(miri) {
         &[1460]
     } else {
@@ -354,9 +364,65 @@ fn reads_into_rooms_decode_as_pushes_do() {
         let expected = decode(&chunks);
         assert_eq!(expected.len(), 24);
         let mut dec = Decoder::default();
-        let (got, rooms) = decode_through_rooms(&mut dec, &input, size);
-        assert_eq!(got, expected, "reads of {size}");
-        assert!(rooms > 0, "reads of {size} used no room");
+        assert_eq!(
+            decode_through_rooms(&mut dec, &input, size),
+            expected,
+            "reads of {size}"
+        );
         assert_eq!(dec.last_event_id(), "11");
     }
+}
+
+/// Reads `count` 16-byte events through 16-byte rooms, yielding each event and where
+/// its room was; `keep` decides whether the event is kept (else dropped at once).
+fn sixteen_byte_reads(dec: &mut Decoder, count: usize, keep: bool) -> (Vec<usize>, Vec<Event>) {
+    let (mut rooms, mut kept) = (Vec::new(), Vec::new());
+    for _ in 0..count {
+        let room = dec.read_room(16).unwrap();
+        assert_eq!(room.len(), 16);
+        rooms.push(room.as_ptr() as usize);
+        room.copy_from_slice(b"data: 12345678\n\n");
+        dec.commit_read(16);
+        let event = next_event(dec);
+        assert_eq!(event.data(), "12345678");
+        if keep {
+            kept.push(event);
+        }
+        assert_eq!(dec.poll_item(), Ok(None));
+    }
+    (rooms, kept)
+}
+
+#[test]
+fn the_input_room_is_taken_back_once_nothing_holds_it() {
+    // 16-byte reads fill a 16 KiB allocation in 1024; every event is dropped at once,
+    // so the next read goes to the front of the same allocation, which is not zeroed
+    // again: it still holds the first read's bytes.
+    let mut dec = Decoder::default();
+    let (rooms, _) = sixteen_byte_reads(&mut dec, 1024, false);
+    assert_eq!(
+        rooms[1023],
+        rooms[0] + 1023 * 16,
+        "one allocation, read in order"
+    );
+    let room = dec.read_room(16).unwrap();
+    assert_eq!(room.as_ptr() as usize, rooms[0], "taken back whole");
+    assert_eq!(room, b"data: 12345678\n\n", "not zeroed again");
+}
+
+#[test]
+fn an_input_room_still_held_is_not_lent_again() {
+    let mut dec = Decoder::default();
+    let (rooms, kept) = sixteen_byte_reads(&mut dec, 1024, true);
+    // Every event of the first allocation is kept: the next reads go elsewhere.
+    let (more, kept_more) = sixteen_byte_reads(&mut dec, 1024, true);
+    let first = rooms[0]..rooms[0] + (16 << 10);
+    assert!(more.iter().all(|at| !first.contains(at)));
+    assert!(kept.iter().all(|event| event.data() == "12345678"));
+    // Once the first allocation's events are dropped, it is free again: the second is
+    // full and still held, and the first is taken back.
+    drop(kept);
+    let room = dec.read_room(16).unwrap();
+    assert_eq!(room.as_ptr() as usize, rooms[0]);
+    assert!(kept_more.iter().all(|event| event.data() == "12345678"));
 }
