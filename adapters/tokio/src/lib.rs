@@ -58,11 +58,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use futures_core::{FusedStream, Stream};
 use mcpwire::sse::{DecodeError, Decoder, Item, Limits};
 use pin_project_lite::pin_project;
-use tokio::io::AsyncRead;
+use tokio::io::{AsyncRead, ReadBuf};
 
 /// Why an SSE stream of this crate could not yield an item.
 #[non_exhaustive]
@@ -322,10 +322,10 @@ where
 pin_project! {
     /// A `text/event-stream` decoded from a [`tokio::io::AsyncRead`].
     ///
-    /// Bytes are read straight into a [`BytesMut`] (at most
-    /// [`read_size`](Self::read_size) per read) and handed to the decoder as frozen
-    /// `Bytes` without another copy. Each item is yielded as soon as the read that
-    /// completed it returns. `ErrorKind::Interrupted` is retried; a read of 0 bytes is the
+    /// Bytes are read straight into room the decoder lends ([`Decoder::read_room`]; at
+    /// most [`read_size`](Self::read_size) per read) and handed over without another
+    /// copy, a long line's straight into the buffer the decoder keeps it in. Each item is
+    /// yielded as soon as the read that completed it returns. `ErrorKind::Interrupted` is retried; a read of 0 bytes is the
     /// end of the stream.
     #[derive(Debug)]
     #[must_use = "streams do nothing unless polled"]
@@ -333,7 +333,6 @@ pin_project! {
         #[pin]
         reader: R,
         decoder: Decoder,
-        buf: BytesMut,
         read_size: usize,
     }
 }
@@ -352,7 +351,6 @@ impl<R> SseReader<R> {
         Self {
             reader,
             decoder: Decoder::new(limits),
-            buf: BytesMut::new(),
             read_size: Self::DEFAULT_READ_SIZE,
         }
     }
@@ -406,29 +404,22 @@ impl<R: AsyncRead> Stream for SseReader<R> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.project();
         let mut reader = this.reader;
-        let buf = this.buf;
         let read_size = *this.read_size;
         drive(this.decoder, |decoder| {
-            // Reuse the rest of the last allocation while a useful amount is left.
-            if buf.capacity() < read_size.div_ceil(4) {
-                buf.reserve(read_size);
-            }
-            let n = loop {
-                let mut window = (&mut *buf).limit(read_size);
-                match ready!(tokio_util::io::poll_read_buf(
-                    reader.as_mut(),
-                    cx,
-                    &mut window
-                )) {
-                    Ok(n) => break n,
+            let room = decoder
+                .read_room(read_size)
+                .expect("drive fills the decoder only before it is finished");
+            let mut window = ReadBuf::new(room);
+            loop {
+                match ready!(reader.as_mut().poll_read(cx, &mut window)) {
+                    Ok(()) => break,
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     Err(e) => return Poll::Ready(Err(e)),
                 }
-            };
-            if n == 0 {
-                decoder.finish();
-            } else {
-                push(decoder, buf.split().freeze());
+            }
+            match window.filled().len() {
+                0 => decoder.finish(),
+                n => decoder.commit_read(n),
             }
             Poll::Ready(Ok(()))
         })
@@ -655,6 +646,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn async_read_long_lines_in_short_reads_with_pauses() {
+        // Events of 9 to 36 KB, read 1460 bytes at a time with a pending poll before
+        // each read: long lines go into the decoder's line buffer, and a read that was
+        // pending is lent its room again.
+        let mut input = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..10usize {
+            let value = "é".repeat(4500 + 4500 * (i % 4));
+            input.extend_from_slice(format!("id: {i}\r\ndata: {value}\r\n\r\n").as_bytes());
+            want.push(format!("event message {value:?} id={i}"));
+        }
+        let input: &'static [u8] = Box::leak(input.into_boxed_slice());
+        let steps = input
+            .chunks(1460)
+            .flat_map(|chunk| [Step::Pending, Step::Bytes(chunk)])
+            .collect();
+        let reader = Script {
+            steps,
+            per_read: usize::MAX,
+        };
+        assert_eq!(
+            collect(SseReader::new(reader).with_read_size(1460)).await,
+            want
+        );
     }
 
     #[tokio::test(flavor = "current_thread")]
