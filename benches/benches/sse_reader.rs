@@ -5,18 +5,18 @@
 //!   timing (`push` of each, a reference-count clone, `poll_item` drained after each):
 //!   the core alone, as in the `sse_decode` bench;
 //! - `SseReader`: `mcpwire_blocking::SseReader` over the corpus as a `&[u8]` reader,
-//!   reading that many bytes per `read` call and yielding every item through
-//!   `Iterator::next`: what the adapter adds is the read calls and, for all but long
-//!   lines, one copy of each read into its buffer;
-//! - `decoder+copy` (a floor for pushing reads): `decoder`, with each chunk first copied
-//!   once into a reused buffer, as a `read` call must copy it: the core's work plus the
-//!   one copy a `Read` forces, with none of a reader's bookkeeping. On `large` that copy
-//!   is a second one of every byte (the decoder copies a line that spans chunks anyway),
-//!   and this floor stays under 90% of `decoder`; `SseReader` passes it there by reading
-//!   long lines into the decoder's line buffer (`Decoder::read_room`), so that the read
-//!   is the one copy. It can beat it on the short-event corpora too, where decoding from
-//!   its buffer, hot in cache after the read, is cheaper than decoding the corpus in
-//!   place.
+//!   reading that many bytes per `read` call into room the decoder lends
+//!   (`Decoder::read_room`) and yielding every item through `Iterator::next`: what the
+//!   adapter adds is the read calls, each copying its bytes once;
+//! - `decoder+copy` (a floor for a reader that pushes what it reads): `decoder`, with
+//!   each chunk first copied once into a reused buffer, as a `read` call must copy it:
+//!   the core's work plus that one copy, with none of a reader's bookkeeping. On `large`
+//!   that copy is a second one of every byte (the decoder copies a line that spans
+//!   chunks anyway), and this floor stays under 90% of `decoder`; `SseReader` passes it
+//!   there because inside a long line the room is the decoder's line buffer, so the
+//!   read is the line's one copy. It can beat it on the short-event corpora too, where
+//!   decoding from memory hot in cache after the read is cheaper than decoding the
+//!   corpus in place.
 //!
 //! All three assert the corpus's expected counts, so a fast wrong answer fails.
 

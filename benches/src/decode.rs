@@ -38,7 +38,8 @@ pub fn mcpwire(chunks: &[Bytes]) -> Counts {
 
 /// Decodes `input` with `mcpwire_blocking::SseReader` over the slice as a
 /// [`std::io::Read`], `read_size` bytes per `read` call: the blocking adapter's path,
-/// which copies each read into its buffer once and hands it to the same [`Decoder`].
+/// which reads into room the same [`Decoder`] lends and hands each read over without
+/// another copy.
 ///
 /// # Panics
 ///
