@@ -71,10 +71,10 @@ enum Mode {
 /// Feed it the bytes of one HTTP response body with [`push`](Self::push) (zero-copy) or
 /// [`push_slice`](Self::push_slice), call [`finish`](Self::finish) at end of body, and pull
 /// with [`poll_item`](Self::poll_item) until it returns `Ok(None)` ("need more input").
-/// A caller that reads from a `std::io::Read` can read a long line's rest straight into
-/// the decoder's line buffer with [`read_room`](Self::read_room) and
-/// [`commit_read`](Self::commit_read), saving a copy. The decoder never does IO and never
-/// panics on input.
+/// A caller that reads from a `std::io::Read` reads into room the decoder lends
+/// ([`read_room`](Self::read_room)) and hands it over with
+/// [`commit_read`](Self::commit_read) instead: the read is then the only copy of the
+/// input. The decoder never does IO and never panics on input.
 ///
 /// There are two pulls, one for each kind of caller:
 ///
@@ -236,8 +236,31 @@ impl Decoder {
     /// copied into that buffer again. Otherwise the room is in an input buffer that hands
     /// the bytes over without a copy and is taken back and reused, not zeroed again,
     /// once nothing holds any of its bytes (the decoder zeroes each allocation once and
-    /// keeps up to five: the current one and three spent ones for input, and the line's
-    /// two).
+    /// keeps up to six: the current one and three spent ones for input, each at least
+    /// 16 KiB or `want`, and the line's two, each at most `max_line_len`).
+    ///
+    /// ```
+    /// use std::io::Read;
+    /// use mcpwire::sse::{Decoder, Item};
+    ///
+    /// let mut body: &[u8] = b"data: one\n\ndata: two\n\n";
+    /// let mut dec = Decoder::default();
+    /// let mut data = Vec::new();
+    /// loop {
+    ///     while let Some(item) = dec.poll_item()? {
+    ///         if let Item::Event(event) = item {
+    ///             data.push(event.data().to_owned());
+    ///         }
+    ///     }
+    ///     let Some(room) = dec.read_room(4) else { break }; // finished
+    ///     match body.read(room)? {
+    ///         0 => dec.finish(),
+    ///         n => dec.commit_read(n),
+    ///     }
+    /// }
+    /// assert_eq!(data, ["one", "two"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn read_room(&mut self, want: usize) -> Option<&mut [u8]> {
         if self.closed || want == 0 {
             return None;
@@ -289,7 +312,7 @@ impl Decoder {
         let added = &self.line.as_bytes()[old..old + n];
         // The line goes on up to its line end; the rest is input like a pushed chunk,
         // which decoding reaches next (the line is finished from `Mode::Carrying`). The
-        // room ends at `max_line_len`, so a line past it is found by the next push, as
+        // room ends at `max_line_len`, so a line past it is found by the next input, as
         // if its bytes had been pushed.
         if let Some(end) = self.line_ends.find(added) {
             let rest = self.line.split_off(old + end);
