@@ -46,24 +46,24 @@ fn summary(stdout: &str) -> BTreeMap<String, bool> {
         .collect()
 }
 
+/// The pinned suite run by Node in `dir` with `args`, through the loader shim it needs on
+/// Node 20.
+fn suite(dir: &std::path::Path, args: &[&str]) -> Command {
+    let mut command = Command::new("node");
+    command
+        .args(["--import", "./conformance-shim.mjs", SUITE_JS])
+        .args(args)
+        .current_dir(dir);
+    command
+}
+
 #[test]
 fn conformance_server_scenarios_against_serve_conformance() {
     let dir = sdk();
     let server = start(&["--conformance"]);
     let url = format!("http://{}/mcp", server.addr);
     let out = run_bounded(
-        Command::new("node")
-            .args([
-                "--import",
-                "./conformance-shim.mjs",
-                SUITE_JS,
-                "server",
-                "--suite",
-                "all",
-                "--url",
-                &url,
-            ])
-            .current_dir(dir),
+        &mut suite(dir, &["server", "--suite", "all", "--url", &url]),
         SUITE,
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -111,21 +111,17 @@ fn resume_4_resume_11_conformance_client_scenarios_against_mcpwire_call() {
     let dir = sdk();
     for flags in ["", "--blocking"] {
         for scenario in ["initialize", "tools_call", "sse-retry"] {
+            let args = [
+                "client",
+                "--command",
+                "node conformance-client.mjs",
+                "--scenario",
+                scenario,
+            ];
             let out = run_bounded(
-                Command::new("node")
-                    .args([
-                        "--import",
-                        "./conformance-shim.mjs",
-                        SUITE_JS,
-                        "client",
-                        "--command",
-                        "node conformance-client.mjs",
-                        "--scenario",
-                        scenario,
-                    ])
+                suite(dir, &args)
                     .env("MCPWIRE_BIN", common::BIN)
-                    .env("MCPWIRE_CALL_FLAGS", flags)
-                    .current_dir(dir),
+                    .env("MCPWIRE_CALL_FLAGS", flags),
                 SUITE,
             )
             .unwrap_or_else(|e| panic!("{e}"));
