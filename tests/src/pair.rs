@@ -101,6 +101,11 @@ impl Pair {
                         self.c2s.remove(&c);
                         self.client.handle_body_end(self.now, c);
                     }
+                    Transmit::Abort => {
+                        self.s2c.remove(&x);
+                        self.c2s.remove(&c);
+                        self.client.handle_failure(self.now, c);
+                    }
                 }
             }
         }

@@ -34,6 +34,8 @@ pub struct Reply {
     pub body: Vec<u8>,
     /// Whether `End` was written.
     pub ended: bool,
+    /// Whether `Abort` was written: the connection was cut, the response unfinished.
+    pub aborted: bool,
 }
 
 impl Reply {
@@ -172,11 +174,18 @@ impl Harness {
                     Transmit::Data(bytes) => {
                         assert!(reply.head.is_some(), "{x}: body before head");
                         assert!(!reply.ended, "{x}: body after end");
+                        assert!(!reply.aborted, "{x}: body after abort");
                         reply.body.extend_from_slice(&bytes);
                     }
                     Transmit::End => {
                         assert!(reply.head.is_some(), "{x}: end before head");
+                        assert!(!reply.aborted, "{x}: end after abort");
                         reply.ended = true;
+                    }
+                    Transmit::Abort => {
+                        assert!(reply.head.is_some(), "{x}: abort before head");
+                        assert!(!reply.ended, "{x}: abort after end");
+                        reply.aborted = true;
                     }
                 }
             }
@@ -302,7 +311,7 @@ pub fn take_transmits(server: &mut Server) -> Taken {
             match t {
                 Transmit::Head(head) => taken.head = Some(head),
                 Transmit::Data(bytes) => taken.body_len += bytes.len(),
-                Transmit::End => taken.ends += 1,
+                Transmit::End | Transmit::Abort => taken.ends += 1,
             }
         }
     }

@@ -641,8 +641,12 @@ fn script(u: &mut Unstructured<'_>, ops: &mut Vec<Op>) {
             ops.push(Op::End(Pick::Latest));
         }
         20 => {
-            // A stream's connection drops, and the client resumes it.
-            ops.push(Op::Disconnect(pick(u)));
+            // A stream's connection drops, and the client resumes it; or it died
+            // silently, the server still holds it, and the resume takes it over
+            // (RESUME-14).
+            if byte(u) < 128 {
+                ops.push(Op::Disconnect(pick(u)));
+            }
             let mut head = post_head(u);
             head.method = Verb::Get;
             head.accept = Accept::Sse;
@@ -900,6 +904,8 @@ pub struct Coverage {
     pub event_ids: usize,
     /// Resumes (a GET with a valid `Last-Event-ID` answered 200).
     pub resumes: usize,
+    /// Connections cut because a resume took their stream over (RESUME-14).
+    pub superseded: usize,
     /// Legacy `endpoint` events.
     pub legacy_streams: usize,
     /// Client responses correlated to the application's requests.
@@ -923,6 +929,7 @@ impl Coverage {
         self.tagged += other.tagged;
         self.event_ids += other.event_ids;
         self.resumes += other.resumes;
+        self.superseded += other.superseded;
         self.legacy_streams += other.legacy_streams;
         self.responses += other.responses;
         self.timeouts += other.timeouts;
@@ -1514,6 +1521,17 @@ impl Model {
                 } else {
                     wire.body.extend_from_slice(&bytes);
                 }
+            }
+            Transmit::Abort => {
+                // RESUME-14: only a stream's connection is cut, after whole frames.
+                if !wire.head {
+                    return Err(format!("Abort before the head on {x}"));
+                }
+                if wire.sse.is_none() {
+                    return Err(format!("Abort on {x}, which is not an SSE stream"));
+                }
+                wire.ended = true;
+                self.coverage.superseded += 1;
             }
             Transmit::End => {
                 if !wire.head {

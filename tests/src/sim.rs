@@ -16,7 +16,8 @@
 //!   after a random number of pieces or at a random time: the client sees
 //!   `handle_failure`, the server `handle_disconnect`; pieces in flight are lost. Half of
 //!   the cuts are half-open for up to 2 s: the server learns late (what it writes
-//!   meanwhile is taken and lost, and a resume may meet 409) or the client does.
+//!   meanwhile is taken and lost, and a resume takes the stream over from the
+//!   connection the server still holds, RESUME-14) or the client does.
 //! - **Slow readers**: the driver may stop pulling an exchange's transmits for a while, so
 //!   the server's `max_unsent` bound ends the connection (the client resumes) and small
 //!   rings evict what the reader had not taken (the client is refused with a gap).
@@ -253,6 +254,8 @@ pub struct Stats {
     pub idless_losses: u64,
     /// Standalone-stream messages lost, and reported, by a failed resume of that stream.
     pub reset_losses: u64,
+    /// Connections the server cut because a resume took their stream over (RESUME-14).
+    pub superseded: u64,
 }
 
 impl Stats {
@@ -279,6 +282,7 @@ impl Stats {
         self.incarnations += other.incarnations;
         self.idless_losses += other.idless_losses;
         self.reset_losses += other.reset_losses;
+        self.superseded += other.superseded;
     }
 }
 
@@ -592,6 +596,8 @@ enum Down {
     Head(http::response::Parts),
     Data(Bytes),
     End,
+    /// The server cut the connection (RESUME-14: a resume took its stream over).
+    Abort,
 }
 
 /// One HTTP exchange in the net.
@@ -1108,7 +1114,12 @@ impl Sim {
     fn server_ready(&mut self, x: server::ExchangeId) {
         let Some(&c) = self.by_server.get(&x) else {
             // Its connection is gone: drain and drop (the server forgets it at `End`).
-            while self.server.poll_transmit(x).is_some() {}
+            while let Some(t) = self.server.poll_transmit(x) {
+                if matches!(t, server::Transmit::Abort) {
+                    // Half-open: the client resumed before the server learnt of the cut.
+                    self.stats.superseded += 1;
+                }
+            }
             return;
         };
         let conn = self.conns.get_mut(&c).expect("conn");
@@ -1158,6 +1169,14 @@ impl Sim {
                         conn.server_end = true;
                     }
                     vec![Down::End]
+                }
+                server::Transmit::Abort => {
+                    self.stats.superseded += 1;
+                    self.by_server.remove(&x);
+                    if let Some(conn) = self.conns.get_mut(&c) {
+                        conn.server_end = true;
+                    }
+                    vec![Down::Abort]
                 }
             };
             for piece in pieces {
@@ -1211,6 +1230,13 @@ impl Sim {
                 }
                 self.log(|| format!("net {c}: end"));
                 self.incs[i].client.handle_body_end(now, cx);
+                self.forget(c);
+                return;
+            }
+            Down::Abort => {
+                conn.client_end = true;
+                self.log(|| format!("net {c}: aborted by the server"));
+                self.incs[i].client.handle_failure(now, cx);
                 self.forget(c);
                 return;
             }

@@ -58,6 +58,11 @@ fn resume_4_resume_5_resume_9_resume_10_a_polling_close_is_resumed_and_each_mess
 }
 
 #[test]
+fn resume_14_http_get_9_a_resume_at_once_after_a_close_or_a_silent_death_gets_the_rest_once() {
+    on_both(&[], wire::resume_takes_over);
+}
+
+#[test]
 fn session_1_max_sessions_bounds_the_sessions_and_one_more_initialize_is_503() {
     on_both(&["--max-sessions", "1"], wire::max_sessions);
 }

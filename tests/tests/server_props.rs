@@ -39,7 +39,8 @@ proptest! {
 }
 
 /// The op generator gets past the refusals: over 300 fixed inputs, the runs reach
-/// sessions, tagged messages on both body kinds, event ids, resumes, legacy streams,
+/// sessions, tagged messages on both body kinds, event ids, resumes (some taking over a
+/// live connection, RESUME-14), legacy streams,
 /// correlated responses, timeouts, cancellations and expiry, and every refusal status.
 /// Without this, the properties above could pass by never reaching what they check.
 #[test]
@@ -68,6 +69,7 @@ fn server_ops_reach_sessions_streams_resumes_and_expiry() {
         ("tagged messages", c.tagged),
         ("event ids", c.event_ids),
         ("resumes", c.resumes),
+        ("connections a resume took over", c.superseded),
         ("legacy streams", c.legacy_streams),
         ("correlated responses", c.responses),
         ("timeouts", c.timeouts),

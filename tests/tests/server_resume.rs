@@ -210,14 +210,171 @@ fn resume_refusals_14_3_malformed_unknown_not_issued_are_400_never_404() {
     }
 }
 
+/// A 2025-11-25 session with a POST stream whose connection the server still holds
+/// (it died silently), after the priming event and progress 1 and 2. Returns the
+/// session, the request, the connection and the id of progress 1's event (the last one
+/// its client saw).
+fn silently_dead(
+    h: &mut Harness,
+) -> (String, mcpwire::server::IncomingRequest, ExchangeId, String) {
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    let request = h.take_request();
+    assert_eq!(progress(h, request.handle(), 1), Delivery::Sent);
+    let seen = h.reply(x).events().last().unwrap().id().to_owned();
+    // Written to a connection nobody reads any more: the server cannot know.
+    assert_eq!(progress(h, request.handle(), 2), Delivery::Sent);
+    (sid, request, x, seen)
+}
+
 #[test]
-fn http_get_9_a_resume_of_a_stream_with_a_live_connection_is_409() {
+fn resume_14_a_resume_takes_over_a_stream_whose_connection_the_server_still_holds() {
+    let mut h = Harness::new(sse());
+    let (sid, request, x, seen) = silently_dead(&mut h);
+    let before = h.reply(x);
+    assert!(
+        !before.ended && !before.aborted,
+        "the server believes it alive"
+    );
+    let g = h.get(&sid, Some(&seen));
+    let resumed = h.reply(g);
+    assert_eq!(resumed.status(), 200, "never 409 (HTTP-GET-9)");
+    assert_eq!(
+        progress_values(&resumed.messages()),
+        [2],
+        "what followed the id, once"
+    );
+    let old = h.reply(x);
+    assert!(old.aborted, "the old connection is cut");
+    assert!(!old.ended, "not ended as if complete");
+    assert_eq!(old.body, before.body, "and given nothing more");
+    // The stream goes on on the new connection alone.
+    assert_eq!(progress(&mut h, request.handle(), 3), Delivery::Sent);
+    h.answer(&request, r#"{"done":true}"#);
+    let resumed = h.reply(g);
+    assert_eq!(progress_values(&resumed.messages()), [2, 3]);
+    assert_eq!(resumed.messages().last().unwrap()["id"], 7);
+    assert!(
+        resumed.ended,
+        "the finished stream ends on its new connection"
+    );
+    assert_eq!(h.reply(x).body, before.body);
+    assert_eq!(
+        h.server.exchange_count(),
+        0,
+        "the cut exchange is forgotten"
+    );
+}
+
+#[test]
+fn resume_14_frames_the_old_connection_never_took_come_once_on_the_new_one() {
     let mut h = Harness::new(sse());
     let (sid, _) = h.initialize(V3);
     let x = h.post(Some(&sid), Some(V3), CALL);
-    let priming = h.reply(x).events()[0].id().to_owned();
-    let g = h.get(&sid, Some(&priming));
-    assert_eq!(h.reply(g).status(), 409);
+    let request = h.take_request();
+    let seen = h.reply(x).events().last().unwrap().id().to_owned();
+    // Queued for the old connection, which never takes them (its socket is stuck).
+    for n in 1..=3 {
+        let params = format!(r#"{{"progressToken":1,"progress":{n}}}"#);
+        let params = RawJson::new(&params).unwrap();
+        h.server
+            .notify(
+                h.now,
+                Target::Request(request.handle()),
+                "notifications/progress",
+                Some(&params),
+            )
+            .unwrap();
+    }
+    let g = h.get(&sid, Some(&seen));
+    assert_eq!(progress_values(&h.reply(g).messages()), [1, 2, 3]);
+    let old = h.reply(x);
+    assert!(old.aborted);
+    assert_eq!(
+        progress_values(&old.messages()),
+        [] as [i64; 0],
+        "the untaken frames are not written to the cut connection"
+    );
+}
+
+#[test]
+fn resume_14_a_resume_takes_over_a_finished_stream_whose_end_was_not_taken() {
+    let mut h = Harness::new(sse());
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    let request = h.take_request();
+    let seen = h.reply(x).events().last().unwrap().id().to_owned();
+    let result = RawJson::new(r#"{"done":true}"#).unwrap();
+    h.server.respond(h.now, request.handle(), &result).unwrap();
+    let g = h.get(&sid, Some(&seen));
+    let resumed = h.reply(g);
+    assert_eq!(resumed.messages().last().unwrap()["id"], 7);
+    assert!(resumed.ended);
+    assert!(h.reply(x).aborted, "cut, not left without an end");
+    assert_eq!(h.server.exchange_count(), 0);
+}
+
+#[test]
+fn resume_14_the_standalone_get_stream_is_taken_over_by_a_resume_only() {
+    let mut h = Harness::new(Config::new());
+    let (sid, session) = h.initialize(V3);
+    let g = h.get(&sid, None);
+    let seen = h.reply(g).events().last().unwrap().id().to_owned();
+    let notify = |h: &mut Harness, n: u32| {
+        let params = format!(r#"{{"n":{n}}}"#);
+        let params = RawJson::new(&params).unwrap();
+        let d = h
+            .server
+            .notify(
+                h.now,
+                Target::Session(session),
+                "notifications/message",
+                Some(&params),
+            )
+            .unwrap();
+        h.drain();
+        d
+    };
+    assert_eq!(notify(&mut h, 1), Delivery::Sent);
+    // HTTP-GET-9: a GET without `Last-Event-ID` does not take a live stream.
+    let second = h.get(&sid, None);
+    assert_eq!(h.reply(second).status(), 409);
+    assert!(!h.reply(g).aborted);
+    let resumed = h.get(&sid, Some(&seen));
+    let reply = h.reply(resumed);
+    assert_eq!(reply.status(), 200);
+    let ns: Vec<_> = reply
+        .messages()
+        .iter()
+        .map(|m| m["params"]["n"].clone())
+        .collect();
+    assert_eq!(ns, [1]);
+    assert!(h.reply(g).aborted);
+    assert_eq!(notify(&mut h, 2), Delivery::Sent);
+    let ns: Vec<_> = h
+        .reply(resumed)
+        .messages()
+        .iter()
+        .map(|m| m["params"]["n"].clone())
+        .collect();
+    assert_eq!(ns, [1, 2], "the stream goes on on the new connection");
+}
+
+#[test]
+fn resume_14_a_refused_resume_leaves_the_live_connection_alone() {
+    let mut h = Harness::new(sse());
+    let (sid, request, x, seen) = silently_dead(&mut h);
+    let (other, _) = h.initialize(V3);
+    for (session, id) in [(sid.as_str(), "garbage"), (other.as_str(), seen.as_str())] {
+        let g = h.get(session, Some(id));
+        assert_eq!(h.reply(g).status(), 400, "{id}");
+    }
+    assert!(
+        !h.reply(x).aborted,
+        "another session's resume cannot cut it"
+    );
+    assert_eq!(progress(&mut h, request.handle(), 3), Delivery::Sent);
+    assert_eq!(progress_values(&h.reply(x).messages()), [1, 2, 3]);
 }
 
 #[test]

@@ -373,10 +373,14 @@ impl Shared {
                         batch.end = true;
                         break;
                     }
+                    Some(Transmit::Abort) => {
+                        batch.cut = true;
+                        break;
+                    }
                     None => break,
                 }
             }
-            if !wait || batch.head.is_some() || !batch.data.is_empty() || batch.end {
+            if !wait || batch.head.is_some() || !batch.data.is_empty() || batch.end || batch.cut {
                 core.sleeping.remove(&x);
                 return Some(batch);
             }
@@ -403,6 +407,8 @@ struct Batch {
     head: Option<http::response::Parts>,
     data: Vec<Bytes>,
     end: bool,
+    /// The core cut the response after `data` ([`Transmit::Abort`]).
+    cut: bool,
 }
 
 /// A handle on the running core, for the application: clone it freely.
@@ -812,6 +818,11 @@ fn respond_whole(
         for data in batch.data.drain(..) {
             body.extend_from_slice(&data);
         }
+        if batch.cut {
+            // Only a stream is cut, never a body with a length; should one be, the
+            // dropped request is answered 500 by tiny_http, if at all.
+            return;
+        }
         if batch.end {
             break;
         }
@@ -875,6 +886,12 @@ fn stream(
             .and_then(|()| chunks.get_mut().flush());
         if written.is_err() {
             break;
+        }
+        if batch.cut {
+            // RESUME-14: a resume took the stream over. No terminating chunk, so the
+            // stream cannot pass for complete; the core already forgot the exchange.
+            chunks.get_mut().open = false;
+            return;
         }
         if batch.end {
             // Dropping the encoder writes the terminating chunk.

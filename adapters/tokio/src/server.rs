@@ -463,6 +463,8 @@ pub struct ExchangeBody {
     /// body once that many bytes went out, so the end is taken with the last of them.
     remaining: Option<u64>,
     done: bool,
+    /// The core cut the response ([`Transmit::Abort`]) behind the bytes in `next`.
+    cut: bool,
 }
 
 impl ExchangeBody {
@@ -477,6 +479,7 @@ impl ExchangeBody {
             next: None,
             remaining,
             done: false,
+            cut: false,
         }
     }
 
@@ -494,16 +497,34 @@ impl ExchangeBody {
     }
 }
 
+/// The error an [`ExchangeBody`] ends with when the core cut its response
+/// ([`Transmit::Abort`]): hyper then closes the connection without the body's end, so
+/// neither the client nor a proxy takes the response for complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut;
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the response was cut: a resume took its stream over")
+    }
+}
+
+impl std::error::Error for Cut {}
+
 impl Body for ExchangeBody {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = Cut;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, Cut>>> {
         if let Some(bytes) = self.next.take() {
             return Poll::Ready(Some(Ok(Frame::data(bytes))));
+        }
+        if self.cut {
+            self.cut = false;
+            return Poll::Ready(Some(Err(Cut)));
         }
         if self.done {
             return Poll::Ready(None);
@@ -519,6 +540,10 @@ impl Body for ExchangeBody {
                     if !self.done {
                         match core.server.poll_transmit(self.exchange) {
                             Some(Transmit::End) => self.done = true,
+                            Some(Transmit::Abort) => {
+                                self.done = true;
+                                self.cut = true;
+                            }
                             Some(Transmit::Data(more)) => {
                                 self.took(&mut core.server, &more);
                                 self.next = Some(more);
@@ -533,6 +558,10 @@ impl Body for ExchangeBody {
                     self.done = true;
                     return Poll::Ready(None);
                 }
+                Some(Transmit::Abort) => {
+                    self.done = true;
+                    return Poll::Ready(Some(Err(Cut)));
+                }
                 None => {
                     core.wakers.insert(self.exchange, cx.waker().clone());
                     return Poll::Pending;
@@ -542,7 +571,7 @@ impl Body for ExchangeBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.done && self.next.is_none()
+        self.done && self.next.is_none() && !self.cut
     }
 }
 
@@ -738,6 +767,7 @@ fn bare(
         next: None,
         remaining: None,
         done: true,
+        cut: false,
     });
     *response.status_mut() = status;
     response

@@ -159,7 +159,7 @@ impl Server {
         let legacy_sse = legacy.is_some_and(|l| path == l.sse);
         let legacy_post = legacy.is_some_and(|l| path == l.messages);
         if !endpoint && !legacy_sse && !legacy_post {
-            return Err(Refuse::new(StatusCode::NOT_FOUND, "not an MCP endpoint"));
+            return Err(Refuse::new(StatusCode::NOT_FOUND, self.not_found_message()));
         }
         if !check::host_allowed(&head.headers, &head.uri, &self.config.hosts) {
             return Err(Refuse::new(StatusCode::FORBIDDEN, "host not allowed"));
@@ -277,6 +277,19 @@ impl Server {
             _ => {
                 Err(Refuse::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").allow(allow))
             }
+        }
+    }
+
+    /// What a request for another path is told: the paths this server serves, so that a
+    /// newcomer who guessed the path learns the right one.
+    fn not_found_message(&self) -> String {
+        let endpoint = &self.config.endpoint;
+        match &self.config.legacy {
+            Some(l) => format!(
+                "not an MCP endpoint: this server's is {endpoint} (legacy HTTP+SSE: GET {})",
+                l.sse
+            ),
+            None => format!("not an MCP endpoint: this server's is {endpoint}"),
         }
     }
 
@@ -848,15 +861,6 @@ impl Server {
                 ),
             );
         };
-        if self.streams[&t].conn.is_some() {
-            return self.refuse(
-                x,
-                Refuse::new(
-                    StatusCode::CONFLICT,
-                    "the stream already has a live connection",
-                ),
-            );
-        }
         let frames: Vec<Bytes> = match self.store.replay_after(now, &s, after) {
             Replay::Frames(frames) => frames.cloned().collect(),
             Replay::UpToDate => Vec::new(),
@@ -879,6 +883,12 @@ impl Server {
                 );
             }
         };
+        // RESUME-14: the resume wins over a connection the stream still has. That one
+        // died silently (a NAT or proxy timeout) or its client gave it up: it is cut, and
+        // what it was not yet given is in the replay above.
+        if let Some(old) = self.streams[&t].conn {
+            self.supersede(old);
+        }
         self.stream_head(x);
         let stream = self.streams.get_mut(&t).expect("stream exists");
         // The backlog's frames are in the ring too, so the replay covers them.

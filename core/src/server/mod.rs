@@ -72,8 +72,14 @@
 //! - **Resume refusals** (§14.3): a malformed `Last-Event-ID`, or one naming no stream of
 //!   the requesting session (another session's, a dropped stream, another epoch, or an
 //!   event never issued), is 400 with a JSON-RPC error; one whose frames were evicted is
-//!   400 saying how many were lost (never a silent empty replay); a stream that already
-//!   has a live connection is 409 (HTTP-GET-9). Never 404, which means "session gone".
+//!   400 saying how many were lost (never a silent empty replay). Never 404, which
+//!   means "session gone".
+//! - **A resume wins** (RESUME-14, HTTP-GET-9): a valid `Last-Event-ID` for a stream that
+//!   still has a live connection takes the stream over. Connections die silently (NAT
+//!   and proxy idle timeouts, a phone changing networks), so the server cannot wait to
+//!   learn that the old one is gone: it is cut ([`Transmit::Abort`]), and the new one
+//!   gets what followed the id, every message once. Only a GET *without*
+//!   `Last-Event-ID` is refused (409) while the session's GET stream has a connection.
 //! - **The GET stream** (§14.12): at most one live connection per session (409 for a
 //!   second). Messages for it while no connection is live are kept, up to
 //!   [`Config::with_max_backlog`], and written when one connects; a send beyond is
@@ -263,7 +269,7 @@ impl Server {
 
     /// The next thing to write on `exchange`: pull when its connection can take more, so
     /// a slow reader keeps its bytes here (bounded) rather than in the driver. After
-    /// [`Transmit::End`] the exchange is forgotten.
+    /// [`Transmit::End`] or [`Transmit::Abort`] the exchange is forgotten.
     ///
     /// A head taken when its whole body is already queued (an SSE stream whose every
     /// message was answered before the driver asked, the common in-place answer) carries
@@ -280,7 +286,7 @@ impl Server {
         };
         match &mut t {
             Transmit::Data(bytes) => e.unsent -= bytes.len(),
-            Transmit::End => self.forget_exchange(x),
+            Transmit::End | Transmit::Abort => self.forget_exchange(x),
             Transmit::Head(head) => {
                 if e.ended
                     && e.unsent > 0
@@ -428,7 +434,7 @@ impl Server {
                     e.last_write = now;
                 }
             }
-            Transmit::End => e.ended = true,
+            Transmit::End | Transmit::Abort => e.ended = true,
             Transmit::Head(_) => {}
         }
         e.out.push_back(t);

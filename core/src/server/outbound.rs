@@ -695,6 +695,29 @@ impl Server {
         }
     }
 
+    /// Cuts `x`, the live connection of a stream that a resume takes over (RESUME-14):
+    /// what it was not yet given is dropped (the resume replays it from the ring), and
+    /// the driver closes its connection with the response unfinished
+    /// ([`Transmit::Abort`]), so that neither the client nor a proxy takes it for a
+    /// complete stream. An untaken head stays, so the driver still sees one first.
+    pub(super) fn supersede(&mut self, x: u64) {
+        let Some(e) = self.exchanges.get_mut(&x) else {
+            return;
+        };
+        let head = match e.out.front() {
+            Some(Transmit::Head(_)) => e.out.pop_front(),
+            _ => None,
+        };
+        e.out = head.into_iter().collect();
+        e.unsent = 0;
+        // An `End` it had not taken (a finished stream) was dropped with the rest.
+        e.ended = false;
+        if let Some(t) = e.stream.take() {
+            self.detach(t, x);
+        }
+        self.push(x, Transmit::Abort);
+    }
+
     /// Ends `x`'s response (polling, or a reader too slow).
     pub(super) fn end_exchange(&mut self, x: u64) {
         if let Some(t) = self.exchanges.get_mut(&x).and_then(|e| e.stream.take()) {

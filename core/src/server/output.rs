@@ -11,7 +11,7 @@ use crate::jsonrpc::{self, Envelope, RequestId};
 
 /// The next thing the driver writes for one exchange, from
 /// [`Server::poll_transmit`](super::Server::poll_transmit), in order: one `Head`, then
-/// `Data` until `End`.
+/// `Data` until `End` (or `Abort`).
 #[derive(Debug)]
 #[must_use]
 pub enum Transmit {
@@ -23,6 +23,12 @@ pub enum Transmit {
     Data(Bytes),
     /// The body is complete: end the response. The exchange is then forgotten.
     End,
+    /// The response is cut: close its connection without ending the body (no chunked
+    /// terminator, no keep-alive), so that neither the client nor a proxy takes it for
+    /// a complete response. A resume took its stream over (RESUME-14): the connection
+    /// is presumed dead, and if it is not, its client must not read on. After the head,
+    /// if one was queued. The exchange is then forgotten.
+    Abort,
 }
 
 /// Which protocol era an exchange belongs to, decided from its path and headers and

@@ -249,6 +249,7 @@ impl Http {
             head: Some(head),
             body,
             ended: true,
+            aborted: false,
         }
     }
 

@@ -320,6 +320,103 @@ fn follow(
     (messages, resumes)
 }
 
+/// Reads `stream` up to and including the `n`th message event; returns them with the id
+/// of the last.
+fn read_messages(
+    stream: &mut mcpwire_blocking::SseReader<impl std::io::Read>,
+    n: usize,
+) -> (Vec<Value>, String) {
+    let mut messages = Vec::new();
+    let mut last = String::new();
+    while messages.len() < n {
+        let item = stream
+            .next()
+            .expect("the stream goes on")
+            .expect("a well-formed stream");
+        if let mcpwire::sse::Item::Event(e) = item {
+            last = e.id().to_owned();
+            if !e.data().is_empty() {
+                messages.push(serde_json::from_str(e.data()).expect("JSON event data"));
+            }
+        }
+    }
+    (messages, last)
+}
+
+/// RESUME-14, HTTP-GET-9: a resume wins over the connection it resumes. A client reads
+/// two progress messages of a `slow_count` stream, then its connection dies: once with a
+/// close the server sees, once silently (the test keeps the socket open and never reads
+/// it again, as a NAT or proxy timeout leaves it). Either way its `Last-Event-ID` at once
+/// gets 200 and the rest of the stream, every message once; never 409. A second GET
+/// *without* `Last-Event-ID` while the session's GET stream is live stays 409.
+pub(crate) fn resume_takes_over(server: &Server) -> Transcript {
+    let http = server.http();
+    let mut t = Transcript::default();
+    let session = http.initialize();
+    let expected = |id: u32| {
+        vec![
+            progress_note("p", 3, 4),
+            progress_note("p", 4, 4),
+            result(id, text_result("4")),
+        ]
+    };
+    for (id, silent) in [(3, false), (4, true)] {
+        let what = if silent { "silently dead" } else { "closed" };
+        let call = tools_call(
+            id,
+            "slow_count",
+            json!({"n": 4, "delay_ms": 150}),
+            Some("p"),
+        );
+        let headers = [
+            ("accept", ACCEPT_BOTH),
+            ("content-type", "application/json"),
+            ("mcp-session-id", session.as_str()),
+            ("mcp-protocol-version", VERSION),
+        ];
+        let (head, body) = http.open("POST", "/mcp", &headers, Body::Text(&call));
+        assert_eq!(head.status, 200, "{what}");
+        let mut old = mcpwire_blocking::SseReader::new(body.into_reader());
+        let (seen, last) = read_messages(&mut old, 2);
+        assert_eq!(
+            seen,
+            [progress_note("p", 1, 4), progress_note("p", 2, 4)],
+            "{what}"
+        );
+        let old = if silent {
+            Some(old)
+        } else {
+            drop(old);
+            None
+        };
+        // At once: the server may not have noticed the close, and never notices the
+        // silent death (until a write fails, which the kernel's buffers put off).
+        let reply = http.get(&session, Some(&last));
+        t.reply(&format!("a resume of a {what} connection"), &reply);
+        assert_stream_head(&reply, &session, what);
+        let rest: Vec<Value> = message_events(&reply).into_iter().map(|(_, m)| m).collect();
+        assert_eq!(rest, expected(id), "{what}: the rest, each message once");
+        drop(old);
+    }
+    // HTTP-GET-9: the standalone stream; a GET without `Last-Event-ID` is not a resume.
+    let headers = [
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", VERSION),
+    ];
+    let (head, _live) = http.open("GET", "/mcp", &headers, Body::None);
+    assert_eq!(head.status, 200);
+    let reply = http.get(&session, None);
+    t.reply("a second GET without Last-Event-ID", &reply);
+    assert_refused(
+        &reply,
+        409,
+        &refusal(-32000, "the session already has a GET stream"),
+        "HTTP-GET-9",
+    );
+    t
+}
+
 /// RESUME-4, RESUME-5, RESUME-7, RESUME-9, RESUME-10, RESUME-11 (`--poll-ms 0 --retry-ms
 /// 20`): the server closes every stream right after its priming event with `retry`; the
 /// client comes back with `Last-Event-ID` after the `retry` and gets exactly the
@@ -443,6 +540,7 @@ pub(crate) fn delete(server: &Server) -> Transcript {
         head: Some(head),
         body: rest,
         ended: true,
+        aborted: false,
     };
     t.reply("the GET stream, ended", &ended);
     // It had carried its priming event only, and ended without another.
@@ -694,7 +792,10 @@ pub(crate) fn paths_methods_and_streams(server: &Server) -> Transcript {
     assert_refused(
         &reply,
         404,
-        &refusal(-32000, "not an MCP endpoint"),
+        &refusal(
+            -32000,
+            "not an MCP endpoint: this server's is /mcp (legacy HTTP+SSE: GET /sse)",
+        ),
         "HTTP-POST-1",
     );
     let reply = http.send("PUT", "/mcp", &json, Body::Text(&initialize(0)));
