@@ -63,7 +63,8 @@ fn resume_14_http_get_9_a_resume_at_once_after_a_close_or_a_silent_death_gets_th
 }
 
 #[test]
-fn session_1_max_sessions_bounds_the_sessions_and_one_more_initialize_is_503() {
+fn session_1_max_sessions_bounds_the_sessions_and_one_more_initialize_is_503_while_all_are_active()
+{
     on_both(&["--max-sessions", "1"], wire::max_sessions);
 }
 

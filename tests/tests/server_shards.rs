@@ -142,9 +142,13 @@ fn the_endpoints_session_bound_holds_over_all_its_shards() {
     let config = Config::new().with_max_sessions(4);
     let mut shards = shards(&config);
     let mut ids = Vec::new();
+    let mut gets = Vec::new();
     for i in [0, 1, 2, 0] {
         assert_eq!(shards[i].server.config().shard(), (i, N));
-        ids.push((i, shards[i].initialize("2025-11-25").0));
+        let (id, _) = shards[i].initialize("2025-11-25");
+        // Active, with its GET stream: an idle one would be evicted (SESSION-8).
+        gets.push((i, shards[i].get(&id, None)));
+        ids.push((i, id));
     }
     // The fifth is refused wherever it goes, though no shard holds more than two.
     for shard in &mut shards {
@@ -171,6 +175,25 @@ fn the_endpoints_session_bound_holds_over_all_its_shards() {
     assert!(shards[2].reply(x).head.is_none(), "waits for its answer");
     let x = shards[0].post(None, None, INIT);
     assert_eq!(shards[0].reply(x).status(), 503);
+    // SESSION-8: a session gone idle on a shard gives its place to a new one there.
+    let (at, g) = gets[3];
+    let now = shards[at].now;
+    shards[at].server.handle_disconnect(now, g);
+    let x = shards[at].post(None, None, INIT);
+    assert_eq!(shards[at].take_request().method(), "initialize");
+    assert!(shards[at].reply(x).head.is_none(), "admitted");
+    let d = shards[at].send(
+        Harness::head(
+            "GET",
+            "/mcp",
+            &[
+                ("accept", "text/event-stream"),
+                ("mcp-session-id", &ids[3].1),
+            ],
+        ),
+        None,
+    );
+    assert_eq!(shards[at].reply(d).status(), 404, "the evicted session");
 }
 
 #[test]

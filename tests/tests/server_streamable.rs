@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use mcpwire::jsonrpc::{ErrorCode, RawJson, RequestId};
 use mcpwire::server::{
-    Allow, CloseReason, Config, Delivery, Event, Refusal, ResponseMode, SendError, SessionMode,
-    Target,
+    Allow, CloseReason, Config, Delivery, Event, Refusal, ResponseMode, SendError, SessionId,
+    SessionMode, Target,
 };
 use mcpwire_tests::server::{ACCEPT_BOTH, Harness};
 
@@ -249,6 +249,93 @@ fn http_post_13_resume_8_a_2025_11_25_stream_starts_with_a_priming_event_with_re
     let events = h.reply(x).events();
     assert_eq!(events.len(), 2);
     assert_ne!(events[0].id(), events[1].id());
+}
+
+/// RESUME-15: under `ResponseMode::Auto`, a POST with no answer and nothing related to
+/// it by `stream_after` is answered as a stream then: its head and priming event go out,
+/// heartbeats follow while the tool is silent, and the answer ends it.
+#[test]
+fn resume_15_a_slow_answer_gets_its_stream_head_and_priming_event_after_stream_after() {
+    let config = Config::new()
+        .with_stream_after(Some(Duration::from_millis(500)))
+        .with_heartbeat(Some(Duration::from_secs(2)));
+    let mut h = Harness::new(config);
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    let request = h.take_request();
+    h.advance(Duration::from_millis(499));
+    assert!(
+        h.reply(x).head.is_none(),
+        "an answer may still come as JSON"
+    );
+    h.advance(Duration::from_millis(1));
+    let reply = h.reply(x);
+    assert_eq!(reply.status(), 200);
+    assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+    assert_eq!(reply.header("mcp-session-id"), Some(sid.as_str()));
+    let events = reply.events();
+    assert_eq!(events.len(), 1, "the priming event (RESUME-8)");
+    assert_eq!(events[0].data(), "");
+    assert!(!events[0].id().is_empty());
+    // Silent for 5 s: heartbeats keep a proxy's read timeout from cutting it.
+    for _ in 0..5 {
+        h.advance(Duration::from_secs(1));
+    }
+    let comments = h
+        .reply(x)
+        .items()
+        .iter()
+        .filter(|i| matches!(i, mcpwire::sse::Item::Comment(_)))
+        .count();
+    assert_eq!(comments, 2);
+    h.answer(&request, RESULT);
+    let reply = h.reply(x);
+    assert_eq!(reply.messages().last().unwrap()["id"], 7);
+    assert!(reply.ended);
+}
+
+/// RESUME-15 keeps the fast path: an answer given before `stream_after` is one JSON body
+/// with its length, and leaves no deadline behind; `None` waits for the answer however
+/// long, and `ResponseMode::Json` never streams.
+#[test]
+fn resume_15_a_quick_answer_stays_json_and_the_deadline_can_be_turned_off() {
+    let after = Duration::from_secs(1);
+    let mut h = Harness::new(Config::new().with_stream_after(Some(after)));
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    let request = h.take_request();
+    assert_eq!(
+        h.server.poll_timeout(),
+        Some(h.now + after),
+        "the deadline is armed while the answer is awaited"
+    );
+    h.advance(Duration::from_millis(999));
+    h.answer(&request, RESULT);
+    let reply = h.reply(x);
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    assert_eq!(
+        reply.header("content-length"),
+        Some(reply.body.len().to_string().as_str())
+    );
+    assert!(
+        h.server.poll_timeout().is_none_or(|t| t > h.now + after),
+        "no deadline left behind"
+    );
+    for config in [
+        Config::new().with_stream_after(None),
+        Config::new()
+            .with_response_mode(ResponseMode::Json)
+            .with_stream_after(Some(after)),
+    ] {
+        let mut h = Harness::new(config);
+        let (sid, _) = h.initialize(V3);
+        let x = h.post(Some(&sid), Some(V3), CALL);
+        let request = h.take_request();
+        h.advance(Duration::from_secs(60));
+        assert!(h.reply(x).head.is_none());
+        h.answer(&request, RESULT);
+        assert_eq!(h.reply(x).header("content-type"), Some("application/json"));
+    }
 }
 
 #[test]
@@ -548,9 +635,15 @@ fn session_11_a_second_initialize_on_a_session_is_refused() {
 }
 
 #[test]
-fn sessions_are_bounded_with_503_and_retry_after() {
+fn sessions_are_bounded_with_503_and_retry_after_when_every_one_is_active() {
     let mut h = Harness::new(Config::new().with_max_sessions(1));
-    h.initialize(V3);
+    let (sid, _) = h.initialize(V3);
+    let g = h.get(&sid, None);
+    assert_eq!(
+        h.reply(g).status(),
+        200,
+        "a live GET stream: an active session"
+    );
     let x = h.post(
         None,
         None,
@@ -559,6 +652,127 @@ fn sessions_are_bounded_with_503_and_retry_after() {
     let reply = h.reply(x);
     assert_eq!(reply.status(), 503);
     assert!(reply.header("retry-after").is_some());
+}
+
+/// A bare `initialize`: the session it mints, whose client never comes back.
+fn bare_initialize(h: &mut Harness) -> String {
+    let x = h.post(
+        None,
+        None,
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+    );
+    let request = h.take_request();
+    h.answer(&request, r#"{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"h","version":"1"}}"#);
+    let reply = h.reply(x);
+    assert_eq!(
+        reply.status(),
+        200,
+        "{:?}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    reply.header("mcp-session-id").unwrap().to_owned()
+}
+
+fn ping(h: &mut Harness, sid: &str) -> u16 {
+    let x = h.post(
+        Some(sid),
+        Some(V3),
+        r#"{"jsonrpc":"2.0","id":99,"method":"ping"}"#,
+    );
+    if h.reply(x).head.is_none() {
+        let request = h.take_request();
+        h.answer(&request, "{}");
+    }
+    h.reply(x).status()
+}
+
+fn evicted(h: &mut Harness) -> Vec<SessionId> {
+    h.take_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::SessionClosed {
+                session,
+                reason: CloseReason::Evicted,
+            } => Some(session),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A session whose client never came back after `initialize` expires after the
+/// handshake timeout; once its client came back, the idle time applies (SESSION-7).
+#[test]
+fn session_7_a_session_whose_handshake_never_completes_expires_after_the_handshake_timeout() {
+    let config = Config::new().with_handshake_timeout(Duration::from_secs(10));
+    let mut h = Harness::new(config);
+    let bare = bare_initialize(&mut h);
+    let (complete, _) = h.initialize(V3);
+    h.advance(Duration::from_secs(9));
+    assert_eq!(h.server.session_count(), 2);
+    h.advance(Duration::from_secs(2));
+    assert_eq!(h.server.session_count(), 1);
+    assert_eq!(ping(&mut h, &bare), 404);
+    assert_eq!(ping(&mut h, &complete), 200);
+}
+
+/// SESSION-8: at the session bound, an `initialize` evicts the idle session closest to
+/// its expiry (never-completed handshakes first, then the least recently active); its
+/// client gets 404 and initializes again. Sessions with a stream or a request in flight
+/// are never evicted.
+#[test]
+fn session_8_a_full_server_evicts_the_idle_session_closest_to_its_expiry() {
+    let mut h = Harness::new(Config::new().with_max_sessions(3));
+    let (older, _) = h.initialize(V3);
+    h.advance(Duration::from_secs(1));
+    let (newer, _) = h.initialize(V3);
+    h.advance(Duration::from_secs(1));
+    let bare = bare_initialize(&mut h);
+    h.take_events();
+    // Full: the bare session goes first, though it is the newest.
+    let fourth = bare_initialize(&mut h);
+    assert_eq!(evicted(&mut h).len(), 1);
+    assert_eq!(ping(&mut h, &bare), 404);
+    // Then the least recently active: `older`, unless it was used since.
+    assert_eq!(ping(&mut h, &older), 200);
+    h.advance(Duration::from_secs(1));
+    assert_eq!(ping(&mut h, &fourth), 200, "its handshake completes");
+    let _fifth = bare_initialize(&mut h);
+    assert_eq!(evicted(&mut h).len(), 1);
+    assert_eq!(ping(&mut h, &newer), 404, "the least recently active went");
+    assert_eq!(ping(&mut h, &older), 200);
+    assert_eq!(ping(&mut h, &fourth), 200);
+}
+
+/// A flood of bare `initialize` requests at the bound evicts its own sessions: clients
+/// with a stream, with a request in flight, or merely idle after their handshake keep
+/// theirs.
+#[test]
+fn session_8_a_flood_of_bare_initializes_locks_out_no_client() {
+    let mut h = Harness::new(Config::new().with_max_sessions(10));
+    let (streaming, session) = h.initialize(V3);
+    let g = h.get(&streaming, None);
+    let (calling, _) = h.initialize(V3);
+    let call = h.post(Some(&calling), Some(V3), CALL);
+    let in_flight = h.take_request();
+    let (idle, _) = h.initialize(V3);
+    for n in 1..=1000 {
+        bare_initialize(&mut h);
+        assert_eq!(h.server.session_count(), (3 + n).min(10));
+    }
+    h.server
+        .notify(
+            h.now,
+            Target::Session(session),
+            "notifications/message",
+            None,
+        )
+        .unwrap();
+    h.drain();
+    assert_eq!(h.reply(g).messages().len(), 1, "the stream still serves");
+    h.answer(&in_flight, RESULT);
+    assert_eq!(h.reply(call).json()["id"], 7);
+    assert_eq!(ping(&mut h, &idle), 200);
+    assert_eq!(ping(&mut h, &calling), 200);
 }
 
 #[test]

@@ -671,9 +671,15 @@ fn session_8_reconnect_failed(adapter: Adapter) {
     );
     let session = server.initialized(1);
     assert!(server.with_server(|s, now| s.close_session(now, session)));
-    // Another client takes the one place: the re-initialization will find the server
-    // full (503).
-    let (other, _other_messages) = connect_with(client::Config::new(uri).with_get_stream(false));
+    // Another client takes the one place and holds it active with its GET stream (an
+    // idle one would be evicted to make room, SESSION-8): the re-initialization will
+    // find the server full (503).
+    let (other, _other_messages) = connect_with(client::Config::new(uri));
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while server.with_server(|s, _| s.exchange_count()) == 0 {
+        assert!(std::time::Instant::now() < deadline, "no GET stream");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     let err = client
         .call_timeout("tools/list", None, TIMEOUT)
         .unwrap_err();

@@ -405,10 +405,17 @@ async fn session_8_a_refused_re_initialization_is_reported() {
             .service
             .with_server(|s, now| s.close_session(now, session))
     );
-    // Another client takes the one place: the re-initialization will find the server
-    // full (503).
-    let (other, _other_messages) =
-        connect_with(client::Config::new(server.uri.clone()).with_get_stream(false)).await;
+    // Another client takes the one place and holds it active with its GET stream (an
+    // idle one would be evicted to make room, SESSION-8): the re-initialization will
+    // find the server full (503).
+    let (other, _other_messages) = connect_with(client::Config::new(server.uri.clone())).await;
+    tokio::time::timeout(TIMEOUT, async {
+        while server.service.with_server(|s, _| s.exchange_count()) == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the other client's GET stream");
     let err = list_tools(&client).await.unwrap_err();
     assert_eq!(err, CallError::Request(RequestError::SessionExpired));
     let m = next_lifecycle(&mut messages).await;

@@ -227,7 +227,7 @@ async fn resume_14_a_resume_cuts_the_connection_it_takes_over() {
     let last = text
         .lines()
         .filter_map(|l| l.strip_prefix("id: "))
-        .last()
+        .next_back()
         .expect("event ids")
         .to_owned();
     // From here on nobody reads `old`: progress 2 goes to a connection that looks alive.

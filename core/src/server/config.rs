@@ -12,8 +12,10 @@ use crate::resume::StoreLimits;
 #[non_exhaustive]
 pub enum ResponseMode {
     /// JSON when the application answers before it sends anything related to the request;
-    /// an SSE stream as soon as it sends a related notification or request first. The
-    /// response head waits for whichever comes first.
+    /// an SSE stream as soon as it sends a related notification or request first, or
+    /// when no answer is ready after [`Config::with_stream_after`] (1 s by default), so
+    /// that a slow answer's head, priming event and heartbeats reach a proxy in time
+    /// (RESUME-15). The response head waits for whichever comes first.
     #[default]
     Auto,
     /// Always one JSON body (HTTP-POST-7). Messages the application relates to the
@@ -88,11 +90,13 @@ pub struct Config {
     pub(super) max_body: usize,
     pub(super) max_sessions: usize,
     pub(super) session_idle: Duration,
+    pub(super) handshake_timeout: Duration,
     pub(super) max_requests_per_session: usize,
     pub(super) max_server_requests: usize,
     pub(super) max_backlog: usize,
     pub(super) max_unsent: usize,
     pub(super) heartbeat: Option<Duration>,
+    pub(super) stream_after: Option<Duration>,
     pub(super) retry: Option<Duration>,
     pub(super) polling: Option<Duration>,
     pub(super) linger: Duration,
@@ -129,8 +133,9 @@ impl Config {
     /// DELETE allowed, no legacy paths, loopback `Origin` and `Host` only, 4 MiB bodies,
     /// 10,000 sessions idle for at most 30 minutes, 1,024 open requests per session, 4,096
     /// server→client requests in flight, 256 messages queued for an absent GET stream,
-    /// 4 MiB unsent per connection, a heartbeat every 15 s, `retry` 1 s in priming events,
-    /// no polling, and a finished stream's frames kept 60 s for late resumes.
+    /// 4 MiB unsent per connection, a heartbeat every 15 s, a slow answer streamed after
+    /// 1 s, `retry` 1 s in priming events, no polling, and a finished stream's frames kept
+    /// 60 s for late resumes.
     pub fn new() -> Self {
         Self {
             endpoint: "/mcp".into(),
@@ -144,11 +149,13 @@ impl Config {
             max_body: 4 << 20,
             max_sessions: 10_000,
             session_idle: Duration::from_secs(30 * 60),
+            handshake_timeout: Duration::from_secs(10),
             max_requests_per_session: 1024,
             max_server_requests: 4096,
             max_backlog: 256,
             max_unsent: 4 << 20,
             heartbeat: Some(Duration::from_secs(15)),
+            stream_after: Some(Duration::from_secs(1)),
             retry: Some(Duration::from_secs(1)),
             polling: None,
             linger: Duration::from_secs(60),
@@ -218,7 +225,10 @@ impl Config {
         self
     }
 
-    /// The most sessions at once; an `initialize` beyond gets 503 with `Retry-After`.
+    /// The most sessions at once. At the bound, an `initialize` evicts the idle session
+    /// closest to its expiry (one whose handshake was never completed first, then the
+    /// least recently active; never one with an open stream or a request in flight), and
+    /// gets 503 with `Retry-After` only when every session is active.
     pub fn with_max_sessions(mut self, sessions: usize) -> Self {
         self.max_sessions = sessions;
         self
@@ -228,6 +238,25 @@ impl Config {
     pub fn with_session_idle(mut self, idle: Duration) -> Self {
         self.session_idle = idle;
         self
+    }
+
+    /// How long a session minted by `initialize` lives without a request before its
+    /// client comes back (with `notifications/initialized` or any request on it): bare
+    /// `initialize` requests, a flood's or an abandoned client's, then hold no place for
+    /// the full idle time. At most [`with_session_idle`](Self::with_session_idle).
+    pub fn with_handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// When `session`, with no open exchange, expires: its last request plus the idle
+    /// time, or the handshake timeout while its client has not come back.
+    pub(super) fn idle_due(&self, session: &super::state::Session) -> std::time::Instant {
+        let idle = match session.handshake {
+            super::state::Handshake::Complete => self.session_idle,
+            super::state::Handshake::Pending => self.handshake_timeout.min(self.session_idle),
+        };
+        session.last_active + idle
     }
 
     /// The most client requests of one session the application holds unanswered; one
@@ -263,6 +292,18 @@ impl Config {
     /// The SSE comment sent on a stream idle this long (SSE-ENC-7); `None`: never.
     pub fn with_heartbeat(mut self, interval: Option<Duration>) -> Self {
         self.heartbeat = interval;
+        self
+    }
+
+    /// Under [`ResponseMode::Auto`], how long a POST waits for its answer, or for a
+    /// message related to it, before it is answered as an SSE stream anyway: its head and
+    /// priming event go out then, and heartbeats keep it alive (RESUME-15). Without this
+    /// a proxy waiting for the head of a slow tool's answer gives up (nginx answers 504
+    /// after its `proxy_read_timeout`), and heartbeats cannot help a head not yet sent.
+    /// Keep it below the proxies' read timeouts. An answer ready sooner still goes out as
+    /// one JSON body. `None`: wait for the answer however long it takes.
+    pub fn with_stream_after(mut self, after: Option<Duration>) -> Self {
+        self.stream_after = after;
         self
     }
 

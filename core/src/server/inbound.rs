@@ -12,7 +12,7 @@ use super::check::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use super::config::{ResponseMode, SessionMode};
 use super::ids::{ExchangeId, RequestHandle, SessionId};
 use super::output::{CloseReason, Era, Event, IncomingRequest, Transmit, error_body};
-use super::state::{Exchange, OpenRequest, Phase, Route, Session, StreamKind};
+use super::state::{Exchange, Handshake, OpenRequest, Phase, Route, Session, StreamKind};
 use crate::ProtocolVersion;
 use crate::jsonrpc::{Envelope, Envelopes, ErrorCode, Kind, ParseError, RequestId, body_text};
 use crate::resume::{EventId, EventStore, Replay};
@@ -444,6 +444,7 @@ impl Server {
             let session = self.sessions.get_mut(&s).expect("validated session exists");
             session.exchanges += 1;
             session.last_active = now;
+            session.handshake = Handshake::Complete;
         }
         Ok((session, version))
     }
@@ -516,7 +517,7 @@ impl Server {
         if self.config.sessions == SessionMode::Stateless {
             return Ok((None, version));
         }
-        if !self.take_session_place() {
+        if !self.make_session_place() {
             return Err(
                 Refuse::new(StatusCode::SERVICE_UNAVAILABLE, "too many sessions")
                     .code(ErrorCode::INTERNAL_ERROR),
@@ -570,6 +571,11 @@ impl Server {
                 version,
                 legacy,
                 initialized: !legacy,
+                handshake: if legacy {
+                    Handshake::Complete
+                } else {
+                    Handshake::Pending
+                },
                 last_active: now,
                 idle_timer: None,
                 exchanges: 0,
@@ -646,8 +652,20 @@ impl Server {
         if owed == 0 {
             return self.finish_json(x);
         }
-        if self.config.response == ResponseMode::Sse {
-            self.open_post_stream(now, x);
+        match (self.config.response, self.config.stream_after) {
+            (ResponseMode::Sse, _) => {
+                self.open_post_stream(now, x);
+            }
+            (ResponseMode::Auto, Some(after)) => {
+                let at = now + after;
+                self.exchanges
+                    .get_mut(&x)
+                    .expect("exchange exists")
+                    .stream_after = Some(at);
+                self.timers
+                    .insert((at, super::state::Timer::StreamAfter(x)));
+            }
+            _ => {}
         }
     }
 
@@ -940,7 +958,7 @@ impl Server {
     /// The legacy HTTP+SSE stream: a session of its own, announced by the `endpoint`
     /// event (LEGACY-1, LEGACY-2).
     fn open_legacy(&mut self, now: Instant, x: u64) {
-        if !self.take_session_place() {
+        if !self.make_session_place() {
             return self.refuse(
                 x,
                 Refuse::new(StatusCode::SERVICE_UNAVAILABLE, "too many sessions")

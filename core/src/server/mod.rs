@@ -91,9 +91,14 @@
 //!   refusals, -32001 for an unknown session's 404, -32700 and -32600 for bad JSON and
 //!   bad shapes; a 405 names the allowed methods in `Allow`.
 //! - **Sessions**: ids are 128 bits of the injected [`Entropy`], as 32 lowercase hex
-//!   digits (SESSION-2, SESSION-3). A full server answers `initialize` with 503 and
-//!   `Retry-After`. Idle sessions (no open exchange and no request for
-//!   [`Config::with_session_idle`]) expire; their id then gets 404 (SESSION-7).
+//!   digits (SESSION-2, SESSION-3). Idle sessions (no open exchange and no request for
+//!   [`Config::with_session_idle`]) expire; their id then gets 404 (SESSION-7). One
+//!   whose client never came back after `initialize` expires after
+//!   [`Config::with_handshake_timeout`] (10 s). A full server makes room for a new
+//!   session by evicting the idle one closest to its expiry, so a flood of bare
+//!   `initialize` requests evicts its own sessions and never locks out a client with a
+//!   stream or a request in flight; with every session active, `initialize` gets 503
+//!   and `Retry-After`.
 //! - **Shards** ([`Config::shards`], [`shard_of`]): one endpoint may be served by several
 //!   servers, each behind its own lock in a threaded driver. A session lives on the shard
 //!   that minted it, whose index is the first byte of its id; everything a session owns
@@ -359,6 +364,15 @@ impl Server {
     fn fire(&mut self, now: Instant, timer: Timer) {
         match timer {
             Timer::Heartbeat(x) => self.heartbeat(now, x),
+            Timer::StreamAfter(x) => {
+                // RESUME-15: no answer yet; its head goes out now, as a stream's.
+                if let Some(e) = self.exchanges.get_mut(&x)
+                    && e.stream_after.take().is_some()
+                    && e.phase == state::Phase::Awaiting
+                {
+                    self.open_post_stream(now, x);
+                }
+            }
             Timer::PollClose(x) => {
                 let live = self
                     .exchanges
@@ -375,7 +389,7 @@ impl Server {
                     return;
                 };
                 session.idle_timer = None;
-                let due = session.last_active + self.config.session_idle;
+                let due = self.config.idle_due(session);
                 if session.exchanges > 0 {
                     // Active: looked at again when its last exchange ends.
                 } else if due > now {
@@ -403,6 +417,68 @@ impl Server {
         match &self.config.budget {
             None => self.sessions.len() < self.config.max_sessions,
             Some(budget) => budget.take(self.config.max_sessions),
+        }
+    }
+
+    /// Takes a place for one more session, evicting an idle one when the endpoint is full
+    /// (`Config::with_max_sessions`): the one whose idle deadline comes first, so sessions
+    /// whose handshake was never completed go before any other, and then the least
+    /// recently active. A session with an open exchange or a request in flight (either
+    /// way) is never evicted; its client is active. An evicted session's client gets 404
+    /// at its next request and initializes again (SESSION-8). `false` when the endpoint
+    /// is full of active sessions. With shards, a shard evicts among its own sessions
+    /// only (each behind its own lock): new sessions go to the shards in turn, so a flood
+    /// leaves evictable sessions on every shard, but at a bound smaller than the shard
+    /// count an idle session on one shard does not make room on another.
+    fn make_session_place(&mut self) -> bool {
+        if self.take_session_place() {
+            return true;
+        }
+        self.evict_idle_session() && self.take_session_place()
+    }
+
+    /// Closes the evictable session whose idle deadline comes first (see
+    /// [`make_session_place`](Self::make_session_place)); `false` if there is none. Walks
+    /// the idle deadlines in order: each session without an open exchange has one, and a
+    /// deadline found stale (the session was active since) is moved to where it belongs
+    /// and met again later in the walk.
+    fn evict_idle_session(&mut self) -> bool {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let mut after: Option<(Instant, Timer)> = None;
+        loop {
+            let next = match after {
+                None => self.timers.first().copied(),
+                Some(key) => self
+                    .timers
+                    .range((Excluded(key), Unbounded))
+                    .next()
+                    .copied(),
+            };
+            let Some((at, timer)) = next else {
+                return false;
+            };
+            after = Some((at, timer));
+            let Timer::Idle(s) = timer else {
+                continue;
+            };
+            let Some(session) = self.sessions.get_mut(&s) else {
+                continue;
+            };
+            if session.exchanges > 0
+                || session.open_requests > 0
+                || !session.server_requests.is_empty()
+            {
+                continue;
+            }
+            let due = self.config.idle_due(session);
+            if due > at {
+                self.timers.remove(&(at, timer));
+                self.timers.insert((due, timer));
+                session.idle_timer = Some(due);
+                continue;
+            }
+            self.close_session_key(s, CloseReason::Evicted);
+            return true;
         }
     }
 
@@ -435,7 +511,11 @@ impl Server {
                 }
             }
             Transmit::End | Transmit::Abort => e.ended = true,
-            Transmit::Head(_) => {}
+            Transmit::Head(_) => {
+                if let Some(at) = e.stream_after.take() {
+                    self.timers.remove(&(at, Timer::StreamAfter(x)));
+                }
+            }
         }
         e.out.push_back(t);
         if !e.readied {
@@ -449,6 +529,9 @@ impl Server {
         let Some(e) = self.exchanges.remove(&x) else {
             return;
         };
+        if let Some(at) = e.stream_after {
+            self.timers.remove(&(at, Timer::StreamAfter(x)));
+        }
         for r in &e.requests {
             if let Some(req) = self.requests.get_mut(r) {
                 req.exchange = None;
@@ -474,7 +557,7 @@ impl Server {
         };
         session.exchanges -= 1;
         if session.exchanges == 0 && session.idle_timer.is_none() {
-            let due = session.last_active + self.config.session_idle;
+            let due = self.config.idle_due(session);
             session.idle_timer = Some(due);
             self.timers.insert((due, Timer::Idle(s)));
         }

@@ -110,6 +110,10 @@ pub enum CloseReason {
     InitializeFailed,
     /// The server is shutting down ([`Server::shutdown`](super::Server::shutdown)).
     Shutdown,
+    /// The endpoint was full and the session was idle: its place went to a new one
+    /// ([`Config::with_max_sessions`](super::Config::with_max_sessions)). Its client gets
+    /// 404 and initializes again (SESSION-8).
+    Evicted,
 }
 
 /// A client request for the application.

@@ -77,6 +77,9 @@ pub(super) struct Exchange {
     /// The open requests this exchange's body made.
     pub(super) requests: Vec<u64>,
     pub(super) last_write: Instant,
+    /// When an awaiting POST turns into a stream, while its entry is in the timers (it is
+    /// taken out as soon as a head is queued, so an answer given at once leaves none).
+    pub(super) stream_after: Option<Instant>,
 }
 
 impl Exchange {
@@ -102,8 +105,21 @@ impl Exchange {
             batch: false,
             requests: Vec::new(),
             last_write: now,
+            stream_after: None,
         }
     }
+}
+
+/// Whether a session's client came back after `initialize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Handshake {
+    /// Minted by `initialize`; its client has sent nothing on it since. It lives
+    /// `Config::with_handshake_timeout` without a request, not the full idle time, so
+    /// that bare `initialize` requests cannot hold the session table.
+    Pending,
+    /// Its client came back (`notifications/initialized`, or any other request), or it
+    /// is a legacy session, held by its stream.
+    Complete,
 }
 
 /// One session.
@@ -117,6 +133,7 @@ pub(super) struct Session {
     pub(super) legacy: bool,
     /// `initialize` was received (a second one is refused, SESSION-11).
     pub(super) initialized: bool,
+    pub(super) handshake: Handshake,
     pub(super) last_active: Instant,
     /// The idle deadline in the timer index, if one is.
     pub(super) idle_timer: Option<Instant>,
@@ -183,6 +200,8 @@ pub(super) enum Timer {
     Heartbeat(u64),
     /// SEP-1699 polling: close a connection (RESUME-9).
     PollClose(u64),
+    /// An awaiting POST is answered as a stream (RESUME-15, `Config::with_stream_after`).
+    StreamAfter(u64),
     /// A session's idle deadline (SESSION-7).
     Idle(u64),
     /// A finished stream's frames may go (docs/requirements.md §14.2).

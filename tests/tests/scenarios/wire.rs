@@ -490,12 +490,21 @@ pub(crate) fn resume_after_polling_close(server: &Server) -> Transcript {
 }
 
 /// SESSION-1, a bounded session table (`--max-sessions 1`): an `initialize` beyond the
-/// bound is 503 with `Retry-After` and mints no session; once the session is deleted,
-/// there is room again.
+/// bound while the session is active (its GET stream open, so it cannot be evicted) is
+/// 503 with `Retry-After` and mints no session; once the session is deleted, there is
+/// room again.
 pub(crate) fn max_sessions(server: &Server) -> Transcript {
     let http = server.http();
     let mut t = Transcript::default();
     let session = http.initialize();
+    // Active: its GET stream is open.
+    let headers = [
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", VERSION),
+    ];
+    let (head, stream) = http.open("GET", "/mcp", &headers, Body::None);
+    assert_eq!(head.status, 200);
     let reply = http.post(None, &initialize(1));
     t.reply("one session too many", &reply);
     assert_eq!(reply.header("retry-after"), Some("5"));
@@ -503,9 +512,10 @@ pub(crate) fn max_sessions(server: &Server) -> Transcript {
         &reply,
         503,
         &refusal(-32603, "too many sessions"),
-        "beyond --max-sessions",
+        "beyond --max-sessions, every session active",
     );
     assert_eq!(server.session_count(), 1);
+    drop(stream);
     assert_eq!(http.delete(&session).status(), 200);
     let reply = http.post(None, &initialize(2));
     t.reply("after a DELETE", &reply);
