@@ -34,6 +34,9 @@
 //!   stream, resumable streams, SEP-1699 polling, heartbeats) and legacy HTTP+SSE on one
 //!   state machine, with every status-code and routing decision in it.
 //! - [`client`]: the sans-IO [`Client`](client::Client), the server's mirror.
+//! - [`conn`]: connection admission and deadlines for an HTTP/1 server driver (a bound
+//!   that sheds the oldest connection not busy, header and idle timeouts), the policy
+//!   both adapters' servers run.
 //! - [`app`]: what a server application answers itself (`initialize`, `ping`), a tool
 //!   table for `tools/list` and `tools/call`, progress: the adapters' application layers
 //!   run on it, so they hold no MCP method names.
@@ -62,6 +65,7 @@ mod version;
 
 pub mod app;
 pub mod client;
+pub mod conn;
 pub mod jsonrpc;
 pub mod resume;
 pub mod server;

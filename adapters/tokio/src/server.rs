@@ -34,6 +34,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use http_body::{Body, Frame};
 use mcpwire::Entropy;
+use mcpwire::conn::{ConnId, Connections, Limits, Opened};
 use mcpwire::server::{Config, Event, ExchangeId, Server, Transmit, shard_of};
 use tokio::sync::{Notify, mpsc, oneshot};
 
@@ -787,13 +788,100 @@ where
     }
 }
 
+/// How [`serve_with`] and [`serve_tls_with`] treat connections: the bound on open
+/// connections and the deadlines of those not being served ([`mcpwire::conn::Limits`],
+/// the policy both adapters run), the largest request head, and where log lines go.
+#[derive(Clone)]
+#[must_use]
+pub struct ServeOptions {
+    limits: Limits,
+    max_head: usize,
+    log: Option<Log>,
+}
+
+/// A log hook: called with one line for each thing worth a line (an accept error and
+/// what was done about it). It must not block: it runs on the accepting task.
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+impl ServeOptions {
+    /// The defaults: [`Limits::new`] (1,024 connections, 10 s for a head once begun, 60 s
+    /// idle), heads of at most 16 KiB, no log.
+    pub fn new() -> Self {
+        Self {
+            limits: Limits::new(),
+            max_head: 16 << 10,
+            log: None,
+        }
+    }
+
+    /// The connection bound and deadlines.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The largest request head, in bytes; a longer one is answered 431 and its
+    /// connection closed. Raised to 8 KiB if lower (hyper's smallest read buffer).
+    pub fn with_max_head(mut self, bytes: usize) -> Self {
+        self.max_head = bytes;
+        self
+    }
+
+    /// Where log lines go.
+    pub fn with_log(mut self, log: Log) -> Self {
+        self.log = Some(log);
+        self
+    }
+
+    /// The connection bound and deadlines.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for ServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeOptions")
+            .field("limits", &self.limits)
+            .field("max_head", &self.max_head)
+            .field("log", &self.log.is_some())
+            .finish()
+    }
+}
+
+/// Accepts connections on `listener` and serves each with `service` over HTTP/1.1, with
+/// [`ServeOptions::new`]: see [`serve_with`].
+pub async fn serve(listener: tokio::net::TcpListener, service: McpService) -> Infallible {
+    serve_with(listener, service, ServeOptions::new()).await
+}
+
 /// Accepts connections on `listener` and serves each with `service` over HTTP/1.1,
 /// with `TCP_NODELAY` (without it every small response waits for the peer's delayed
-/// ACK). Never ends by itself (abort its task to stop accepting): a connection that
-/// failed before it was accepted is skipped, and any other accept error (out of file
-/// descriptors, say) pauses accepting for 50 ms, since it passes as connections close.
-pub async fn serve(listener: tokio::net::TcpListener, service: McpService) -> Infallible {
-    accept(listener, move |stream| serve_io(stream, service.clone())).await
+/// ACK). Never ends by itself (abort its task to stop accepting).
+///
+/// Connections are admitted and timed by a [`mcpwire::conn::Connections`] table: at the
+/// bound, the oldest connection not being served (idle, or still sending its head) is
+/// closed to make room, and a new one is refused only when every connection is busy; a
+/// head must end within the header timeout of its first byte, and a connection waiting
+/// for a request is closed after the idle timeout. An accept error never ends the loop:
+/// out of file descriptors, the oldest connection not busy is closed to free one; any
+/// error is logged and accepting pauses briefly.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    service: McpService,
+    options: ServeOptions,
+) -> Infallible {
+    let max_head = options.max_head;
+    accept(listener, options, move |stream, conn| {
+        serve_io(stream, service.clone(), conn, max_head)
+    })
+    .await
 }
 
 /// How long a TLS client may take to finish its handshake before its connection is
@@ -808,27 +896,161 @@ pub async fn serve_tls(
     tls: Arc<rustls::ServerConfig>,
     service: McpService,
 ) -> Infallible {
+    serve_tls_with(listener, tls, service, ServeOptions::new()).await
+}
+
+/// [`serve_tls`] with `options`, as [`serve_with`] takes them.
+pub async fn serve_tls_with(
+    listener: tokio::net::TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    service: McpService,
+    options: ServeOptions,
+) -> Infallible {
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    accept(listener, move |stream| {
+    let max_head = options.max_head;
+    accept(listener, options, move |stream, conn| {
         let (acceptor, service) = (acceptor.clone(), service.clone());
         async move {
+            // The handshake counts as the head: it must end within the header timeout
+            // (or the TLS bound), and a peer that stalls it can be shed.
+            conn.head_started();
             let handshake = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
             if let Ok(Ok(stream)) = handshake.await {
-                serve_io(stream, service).await;
+                serve_io(stream, service, conn, max_head).await;
             }
         }
     })
     .await
 }
 
-/// Accepts connections for ever, each set `TCP_NODELAY` and handed to `connection` on a
-/// task of its own.
-async fn accept<F, Fut>(listener: tokio::net::TcpListener, connection: F) -> Infallible
+/// The connection table one accept loop keeps, and how to close each connection.
+struct Table {
+    conns: Connections,
+    /// Each open connection's close signal.
+    kills: HashMap<ConnId, oneshot::Sender<()>>,
+    /// The deadline the sweeper sleeps until.
+    armed: Option<Instant>,
+}
+
+/// The table behind one accept loop, with its sweeper's wake-up.
+struct Tracker {
+    table: Mutex<Table>,
+    sweep: Notify,
+}
+
+impl Tracker {
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the table, then wakes the sweeper if the next deadline moved earlier.
+    fn with<R>(&self, f: impl FnOnce(&mut Table) -> R) -> R {
+        let mut table = self.lock();
+        let r = f(&mut table);
+        let wake = match (table.conns.poll_timeout(), table.armed) {
+            (Some(next), Some(armed)) => next < armed,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        drop(table);
+        if wake {
+            self.sweep.notify_one();
+        }
+        r
+    }
+}
+
+impl Table {
+    fn kill(&mut self, id: ConnId) {
+        if let Some(kill) = self.kills.remove(&id) {
+            let _ = kill.send(());
+        }
+    }
+}
+
+/// One connection's handle on the table: its moves, reported as they happen.
+#[derive(Clone)]
+struct Conn {
+    tracker: Arc<Tracker>,
+    id: ConnId,
+    /// Waiting for a request (no byte of a head yet): a read then starts the head.
+    waiting: Arc<AtomicBool>,
+}
+
+impl Conn {
+    fn head_started(&self) {
+        if self.waiting.swap(false, Ordering::AcqRel) {
+            let now = Instant::now();
+            self.tracker.with(|t| t.conns.head_started(self.id, now));
+        }
+    }
+
+    fn busy(&self) {
+        self.waiting.store(false, Ordering::Release);
+        self.tracker.with(|t| t.conns.busy(self.id));
+    }
+
+    fn idle(&self) {
+        let now = Instant::now();
+        self.tracker.with(|t| t.conns.idle(self.id, now));
+        self.waiting.store(true, Ordering::Release);
+    }
+}
+
+/// Closes what the table gives up, at its deadlines.
+async fn sweep(tracker: Arc<Tracker>) {
+    loop {
+        let deadline = {
+            let now = Instant::now();
+            let mut table = tracker.lock();
+            while let Some((id, _)) = table.conns.poll_expired(now) {
+                table.kill(id);
+            }
+            table.armed = table.conns.poll_timeout();
+            table.armed
+        };
+        let notified = tracker.sweep.notified();
+        match deadline {
+            Some(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at.into()) => {}
+                    () = notified => {}
+                }
+            }
+            None => notified.await,
+        }
+    }
+}
+
+/// Accepts connections for ever, each admitted by the table, set `TCP_NODELAY` and
+/// handed to `connection` on a task of its own, which ends when the table closes it.
+async fn accept<F, Fut>(
+    listener: tokio::net::TcpListener,
+    options: ServeOptions,
+    connection: F,
+) -> Infallible
 where
-    F: Fn(tokio::net::TcpStream) -> Fut,
+    F: Fn(tokio::net::TcpStream, Conn) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
     use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    let tracker = Arc::new(Tracker {
+        table: Mutex::new(Table {
+            conns: Connections::new(options.limits),
+            kills: HashMap::new(),
+            armed: None,
+        }),
+        sweep: Notify::new(),
+    });
+    let sweeper = tokio::spawn(sweep(Arc::clone(&tracker)));
+    let _stop = AbortOnDrop(sweeper);
+    let log = |line: &str| {
+        if let Some(log) = &options.log {
+            log(line);
+        }
+    };
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -840,23 +1062,213 @@ where
             {
                 continue;
             }
-            Err(_) => {
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            Err(e) => {
+                // Out of file descriptors (EMFILE, ENFILE) or another resource: free one
+                // by closing the oldest connection not busy, and try again shortly.
+                let shed = tracker.with(|t| {
+                    let shed = t.conns.shed();
+                    if let Some(id) = shed {
+                        t.kill(id);
+                    }
+                    shed
+                });
+                let pause = if shed.is_some() { 10 } else { 50 };
+                log(&format!(
+                    "accept: {e}; {}, accepting again in {pause} ms",
+                    match shed {
+                        Some(id) => format!("closed idle connection {id}"),
+                        None => "no idle connection to close".to_owned(),
+                    }
+                ));
+                tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
                 continue;
             }
         };
+        let now = Instant::now();
+        let (kill, killed) = oneshot::channel();
+        let opened = tracker.with(|t| {
+            let opened = t.conns.open(now);
+            match opened {
+                Opened::Accepted(id) => Some(id),
+                Opened::Shed { id, shed } => {
+                    t.kill(shed);
+                    Some(id)
+                }
+                Opened::Refused => None,
+            }
+            .inspect(|id| {
+                t.kills.insert(*id, kill);
+            })
+        });
+        let Some(id) = opened else {
+            let refused = tracker.lock().conns.stats().refused;
+            if refused.is_power_of_two() {
+                log(&format!(
+                    "every connection is busy: refused a new one ({refused} so far)"
+                ));
+            }
+            continue;
+        };
         let _ = stream.set_nodelay(true);
-        tokio::spawn(connection(stream));
+        let conn = Conn {
+            tracker: Arc::clone(&tracker),
+            id,
+            waiting: Arc::new(AtomicBool::new(true)),
+        };
+        let task = connection(stream, conn);
+        let tracker = Arc::clone(&tracker);
+        tokio::spawn(async move {
+            tokio::select! {
+                () = task => {}
+                _ = killed => {}
+            }
+            tracker.with(|t| {
+                t.conns.close(id);
+                t.kills.remove(&id);
+            });
+        });
+    }
+}
+
+/// Aborts a task when dropped (the sweeper, with its accept loop).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The connection's IO, reporting the first byte of each request head to the table.
+struct Tracked<I> {
+    io: I,
+    conn: Conn,
+}
+
+impl<I: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Tracked<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.conn.head_started();
+        }
+        polled
+    }
+}
+
+impl<I: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Tracked<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
+/// The service one connection runs: `service`, with each exchange reported to the table
+/// (busy from its head, idle again once its response is complete).
+#[derive(Clone)]
+struct Reported {
+    service: McpService,
+    conn: Conn,
+}
+
+impl<B> hyper::service::Service<http::Request<B>> for Reported
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Send,
+{
+    type Response = http::Response<ReportedBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn call(&self, request: http::Request<B>) -> Self::Future {
+        self.conn.busy();
+        let conn = self.conn.clone();
+        let response = hyper::service::Service::call(&self.service, request);
+        Box::pin(async move {
+            let response = response.await?;
+            Ok(response.map(|body| ReportedBody {
+                body,
+                conn: Some(conn),
+            }))
+        })
+    }
+}
+
+/// An [`ExchangeBody`] that tells the table when it is over: the connection then waits
+/// for its next request (keep-alive) under the idle deadline.
+struct ReportedBody {
+    body: ExchangeBody,
+    conn: Option<Conn>,
+}
+
+impl std::fmt::Debug for ReportedBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.body.fmt(f)
+    }
+}
+
+impl Drop for ReportedBody {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            conn.idle();
+        }
+    }
+}
+
+impl Body for ReportedBody {
+    type Data = Bytes;
+    type Error = Cut;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Cut>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
     }
 }
 
 /// Serves one connection over HTTP/1.1 until it ends.
-async fn serve_io<I>(io: I, service: McpService)
+async fn serve_io<I>(io: I, service: McpService, conn: Conn, max_head: usize)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let io = hyper_util::rt::TokioIo::new(io);
+    let io = hyper_util::rt::TokioIo::new(Tracked {
+        io,
+        conn: conn.clone(),
+    });
     let _ = hyper::server::conn::http1::Builder::new()
-        .serve_connection(io, service)
+        .max_buf_size(max_head.max(8 << 10))
+        .serve_connection(io, Reported { service, conn })
         .await;
 }

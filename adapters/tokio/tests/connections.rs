@@ -1,0 +1,258 @@
+//! `serve_with` against peers that would hold the server: slow heads, idle connections,
+//! floods beyond the connection bound, oversized heads and bodies. Each attack runs
+//! beside a normal client, which must be served throughout. Loopback only; every wait
+//! is bounded.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcpwire::conn::Limits;
+use mcpwire::jsonrpc::RawJson;
+use mcpwire::server::{Config, Event};
+use mcpwire_tests::server::counter_entropy;
+use mcpwire_tokio::server::{McpService, ServeOptions, serve_with};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Far above what each step takes; there for a loaded machine and for a hang.
+const BOUND: Duration = Duration::from_secs(10);
+
+const INIT: &str =
+    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
+
+/// Serves with `limits`: `initialize` is answered, every other request is held open
+/// (never answered); the log lines are collected.
+async fn start(limits: Limits) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (service, mut events) = McpService::new(Config::new(), counter_entropy(3));
+    let app = service.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Some(event) = events.recv().await {
+            let Event::Request(request) = event else {
+                continue;
+            };
+            if request.method() == "initialize" {
+                let result = format!(
+                    r#"{{"protocolVersion":"{}","capabilities":{{}},"serverInfo":{{"name":"t","version":"1"}}}}"#,
+                    request.version()
+                );
+                let result = RawJson::new(&result).unwrap();
+                app.with_server(|s, now| s.respond(now, request.handle(), &result).unwrap());
+            } else {
+                held.push(request);
+            }
+        }
+    });
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&lines);
+    let options = ServeOptions::new()
+        .with_limits(limits)
+        .with_log(Arc::new(move |line: &str| {
+            log.lock().unwrap().push(line.to_owned())
+        }));
+    tokio::spawn(serve_with(listener, service, options));
+    (addr, lines)
+}
+
+fn post(addr: SocketAddr, body: &str, connection: &str) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: application/json, text/event-stream\r\ncontent-type: application/json\r\nconnection: {connection}\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// A normal client: one `initialize` on a fresh connection; its status.
+async fn served(addr: SocketAddr) -> u16 {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(post(addr, INIT, "close").as_bytes())
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(BOUND, s.read_to_end(&mut out))
+        .await
+        .expect("answered in time")
+        .unwrap();
+    status(&out)
+}
+
+fn status(response: &[u8]) -> u16 {
+    let text = String::from_utf8_lossy(response);
+    text.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {text:?}"))
+}
+
+/// Reads `s` until the server closes it (EOF or reset); what it sent before.
+async fn closed_by_server(s: &mut TcpStream) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0; 4096];
+    loop {
+        match tokio::time::timeout(BOUND, s.read(&mut buf))
+            .await
+            .expect("the server closes it in time")
+        {
+            Ok(0) | Err(_) => return out,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_head_is_closed_at_the_header_timeout_while_others_are_served() {
+    let limits = Limits::new().with_header_timeout(Duration::from_millis(300));
+    let (addr, _) = start(limits).await;
+    let mut slow = TcpStream::connect(addr).await.unwrap();
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nhost: ")
+        .await
+        .unwrap();
+    assert_eq!(served(addr).await, 200, "served during the attack");
+    let sent = closed_by_server(&mut slow).await;
+    assert!(sent.is_empty(), "closed without an answer: {sent:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_waiting_for_a_request_is_closed_at_the_idle_timeout() {
+    let limits = Limits::new().with_idle_timeout(Duration::from_millis(300));
+    let (addr, _) = start(limits).await;
+    // One that never sends anything, and one kept alive after its answer.
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    let mut kept = TcpStream::connect(addr).await.unwrap();
+    kept.write_all(post(addr, INIT, "keep-alive").as_bytes())
+        .await
+        .unwrap();
+    let answer = closed_by_server(&mut kept).await;
+    assert_eq!(status(&answer), 200);
+    assert!(closed_by_server(&mut silent).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_connection_bound_the_oldest_idle_connection_makes_room() {
+    let limits = Limits::new().with_max_connections(8);
+    let (addr, _) = start(limits).await;
+    let mut idle = Vec::new();
+    for _ in 0..8 {
+        idle.push(TcpStream::connect(addr).await.unwrap());
+        // Accepted in this order.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // A flood well beyond the bound: each newcomer is served.
+    for _ in 0..4 {
+        assert_eq!(served(addr).await, 200);
+    }
+    // The oldest idle ones went first; the newest are still open.
+    assert!(closed_by_server(&mut idle[0]).await.is_empty());
+    let mut newest = idle.pop().unwrap();
+    newest
+        .write_all(post(addr, INIT, "close").as_bytes())
+        .await
+        .unwrap();
+    assert_eq!(status(&closed_by_server(&mut newest).await), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_every_connection_is_busy_a_new_one_is_refused_and_logged() {
+    let limits = Limits::new().with_max_connections(2);
+    let (addr, lines) = start(limits).await;
+    // Two busy connections: each with a request the application holds.
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"hold"}"#;
+    let mut busy = Vec::new();
+    for _ in 0..2 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(post(addr, INIT, "keep-alive").as_bytes())
+            .await
+            .unwrap();
+        let mut head = [0; 1024];
+        let n = tokio::time::timeout(BOUND, s.read(&mut head))
+            .await
+            .unwrap()
+            .unwrap();
+        let text = String::from_utf8_lossy(&head[..n]).into_owned();
+        let sid = text
+            .lines()
+            .find_map(|l| l.strip_prefix("mcp-session-id: "))
+            .expect("a session")
+            .to_owned();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: application/json, text/event-stream\r\ncontent-type: application/json\r\nmcp-session-id: {sid}\r\nmcp-protocol-version: 2025-11-25\r\ncontent-length: {}\r\n\r\n{call}",
+            call.len()
+        );
+        s.write_all(request.as_bytes()).await.unwrap();
+        busy.push(s);
+    }
+    // Give both calls time to reach the server.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut refused = TcpStream::connect(addr).await.unwrap();
+    let _ = refused
+        .write_all(post(addr, INIT, "close").as_bytes())
+        .await;
+    assert!(closed_by_server(&mut refused).await.is_empty());
+    let lines = lines.lock().unwrap().clone();
+    assert!(
+        lines.iter().any(|l| l.contains("every connection is busy")),
+        "{lines:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_head_is_431_and_an_oversized_body_413_with_the_connection_closed() {
+    let (addr, _) = start(Limits::new()).await;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let big = "x".repeat(64 << 10);
+    let head = format!("GET /mcp HTTP/1.1\r\nhost: {addr}\r\nx-big: {big}\r\n\r\n");
+    let _ = s.write_all(head.as_bytes()).await;
+    assert_eq!(status(&closed_by_server(&mut s).await), 431);
+    // A body declared far over the core's limit (4 MiB): 413 at once, and the server
+    // closes the connection instead of reading (or leaking) the rest.
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: application/json, text/event-stream\r\ncontent-type: application/json\r\ncontent-length: 100000000000\r\n\r\n{{"
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    let answer = closed_by_server(&mut s).await;
+    assert_eq!(status(&answer), 413);
+    assert_eq!(served(addr).await, 200);
+}
+
+/// Header values that are not visible ASCII reach the core, which answers them with a
+/// status and a JSON-RPC error, never a closed connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_ascii_session_and_last_event_id_values_get_a_json_rpc_error() {
+    let (addr, _) = start(Limits::new()).await;
+    for (name, status_code) in [("mcp-session-id", 404), ("last-event-id", 400)] {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(post(addr, INIT, "keep-alive").as_bytes())
+            .await
+            .unwrap();
+        let mut first = [0; 2048];
+        let n = tokio::time::timeout(BOUND, s.read(&mut first))
+            .await
+            .unwrap()
+            .unwrap();
+        let text = String::from_utf8_lossy(&first[..n]).into_owned();
+        let sid = text
+            .lines()
+            .find_map(|l| l.strip_prefix("mcp-session-id: "))
+            .expect("a session")
+            .to_owned();
+        let mut head = format!(
+            "GET /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\nconnection: close\r\n"
+        )
+        .into_bytes();
+        if name == "last-event-id" {
+            head.extend_from_slice(format!("mcp-session-id: {sid}\r\n").as_bytes());
+        }
+        head.extend_from_slice(name.as_bytes());
+        head.extend_from_slice(b": \xff\xfe\xe9t\xc3\r\n\r\n");
+        s.write_all(&head).await.unwrap();
+        let answer = closed_by_server(&mut s).await;
+        let text = String::from_utf8_lossy(&answer).into_owned();
+        assert_eq!(status(&answer), status_code, "{name}: {text}");
+        let body = &text[text.find("\r\n\r\n").unwrap() + 4..];
+        let json: serde_json::Value = serde_json::from_str(body).expect("a JSON-RPC error");
+        assert!(json["error"]["message"].is_string(), "{name}: {body}");
+    }
+}
