@@ -159,6 +159,36 @@ pub struct Stats {
     pub idle_timeouts: u64,
 }
 
+impl Stats {
+    /// A log line for what changed since `earlier`, when a count of connections given
+    /// up (refused, shed, timed out) reached a power of two (1, 2, 4, …): every count is
+    /// told while the log stays short under a flood. `None` otherwise.
+    pub fn log_line(&self, earlier: &Self) -> Option<String> {
+        // A power of two lies in (then, now].
+        let crossed = |now: u64, then: u64| now > then && (then == 0 || now.ilog2() > then.ilog2());
+        let counts = [
+            (self.refused, earlier.refused),
+            (self.shed, earlier.shed),
+            (self.header_timeouts, earlier.header_timeouts),
+            (self.idle_timeouts, earlier.idle_timeouts),
+        ];
+        counts
+            .iter()
+            .any(|&(now, then)| crossed(now, then))
+            .then(|| {
+                format!(
+                    "connections so far: {} accepted, {} refused (all busy), {} closed to make \
+                 room, {} closed at the header timeout, {} at the idle timeout",
+                    self.accepted,
+                    self.refused,
+                    self.shed,
+                    self.header_timeouts,
+                    self.idle_timeouts
+                )
+            })
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum State {
     /// Waiting for a request, since `since`.
@@ -452,6 +482,23 @@ mod tests {
         assert_eq!(c.poll_timeout(), Some(t + 70 * S));
         let stats = c.stats();
         assert_eq!((stats.header_timeouts, stats.idle_timeouts), (1, 1));
+    }
+
+    #[test]
+    fn a_log_line_comes_when_a_count_reaches_a_power_of_two() {
+        let at = |shed, idle_timeouts| Stats {
+            shed,
+            idle_timeouts,
+            ..Stats::default()
+        };
+        assert!(at(1, 0).log_line(&at(0, 0)).is_some());
+        assert!(at(2, 0).log_line(&at(1, 0)).is_some());
+        assert!(at(3, 0).log_line(&at(2, 0)).is_none());
+        assert!(at(3, 5).log_line(&at(3, 3)).is_some(), "4 passed");
+        assert!(at(3, 7).log_line(&at(3, 5)).is_none());
+        assert!(at(0, 0).log_line(&at(0, 0)).is_none());
+        let line = at(16, 0).log_line(&at(15, 0)).unwrap();
+        assert!(line.contains("16 closed to make room"), "{line}");
     }
 
     #[test]

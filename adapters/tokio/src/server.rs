@@ -930,6 +930,8 @@ struct Table {
     kills: HashMap<ConnId, oneshot::Sender<()>>,
     /// The deadline the sweeper sleeps until.
     armed: Option<Instant>,
+    /// The counts the last log line told.
+    reported: mcpwire::conn::Stats,
 }
 
 /// The table behind one accept loop, with its sweeper's wake-up.
@@ -939,6 +941,21 @@ struct Tracker {
 }
 
 impl Tracker {
+    /// Logs the connections given up, when their counts call for a line
+    /// ([`mcpwire::conn::Stats::log_line`]); outside the lock.
+    fn report(&self, log: &impl Fn(&str)) {
+        let line = {
+            let mut table = self.lock();
+            let now = table.conns.stats();
+            let line = now.log_line(&table.reported);
+            table.reported = now;
+            line
+        };
+        if let Some(line) = line {
+            log(&line);
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Table> {
         self.table
             .lock()
@@ -1000,7 +1017,7 @@ impl Conn {
 }
 
 /// Closes what the table gives up, at its deadlines.
-async fn sweep(tracker: Arc<Tracker>) {
+async fn sweep(tracker: Arc<Tracker>, log: impl Fn(&str)) {
     loop {
         let deadline = {
             let now = Instant::now();
@@ -1011,6 +1028,7 @@ async fn sweep(tracker: Arc<Tracker>) {
             table.armed = table.conns.poll_timeout();
             table.armed
         };
+        tracker.report(&log);
         let notified = tracker.sweep.notified();
         match deadline {
             Some(at) => {
@@ -1041,16 +1059,17 @@ where
             conns: Connections::new(options.limits),
             kills: HashMap::new(),
             armed: None,
+            reported: mcpwire::conn::Stats::default(),
         }),
         sweep: Notify::new(),
     });
-    let sweeper = tokio::spawn(sweep(Arc::clone(&tracker)));
-    let _stop = AbortOnDrop(sweeper);
-    let log = |line: &str| {
+    let log = move |line: &str| {
         if let Some(log) = &options.log {
             log(line);
         }
     };
+    let sweeper = tokio::spawn(sweep(Arc::clone(&tracker), log.clone()));
+    let _stop = AbortOnDrop(sweeper);
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -1100,13 +1119,8 @@ where
                 t.kills.insert(*id, kill);
             })
         });
+        tracker.report(&log);
         let Some(id) = opened else {
-            let refused = tracker.lock().conns.stats().refused;
-            if refused.is_power_of_two() {
-                log(&format!(
-                    "every connection is busy: refused a new one ({refused} so far)"
-                ));
-            }
             continue;
         };
         let _ = stream.set_nodelay(true);

@@ -132,25 +132,45 @@ async fn a_connection_waiting_for_a_request_is_closed_at_the_idle_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_connection_bound_the_oldest_idle_connection_makes_room() {
     let limits = Limits::new().with_max_connections(8);
-    let (addr, _) = start(limits).await;
+    let (addr, lines) = start(limits).await;
     let mut idle = Vec::new();
     for _ in 0..8 {
         idle.push(TcpStream::connect(addr).await.unwrap());
         // Accepted in this order.
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    // A flood well beyond the bound: each newcomer is served.
+    // Newcomers beyond the bound, each kept open after its answer: each is served, and
+    // each takes the place of the oldest connection not busy.
+    let mut kept = Vec::new();
     for _ in 0..4 {
-        assert_eq!(served(addr).await, 200);
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(post(addr, INIT, "keep-alive").as_bytes())
+            .await
+            .unwrap();
+        let mut answer = [0; 2048];
+        let n = tokio::time::timeout(BOUND, s.read(&mut answer))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(status(&answer[..n]), 200);
+        kept.push(s);
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    // The oldest idle ones went first; the newest are still open.
-    assert!(closed_by_server(&mut idle[0]).await.is_empty());
+    // The four oldest idle ones went, in order; the newest are still open.
+    for old in &mut idle[..4] {
+        assert!(closed_by_server(old).await.is_empty());
+    }
     let mut newest = idle.pop().unwrap();
     newest
         .write_all(post(addr, INIT, "close").as_bytes())
         .await
         .unwrap();
     assert_eq!(status(&closed_by_server(&mut newest).await), 200);
+    let lines = lines.lock().unwrap().clone();
+    assert!(
+        lines.iter().any(|l| l.contains("4 closed to make room")),
+        "counted in a log line: {lines:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -192,7 +212,7 @@ async fn when_every_connection_is_busy_a_new_one_is_refused_and_logged() {
     assert!(closed_by_server(&mut refused).await.is_empty());
     let lines = lines.lock().unwrap().clone();
     assert!(
-        lines.iter().any(|l| l.contains("every connection is busy")),
+        lines.iter().any(|l| l.contains("1 refused (all busy)")),
         "{lines:?}"
     );
 }
