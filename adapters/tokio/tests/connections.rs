@@ -276,3 +276,102 @@ async fn non_ascii_session_and_last_event_id_values_get_a_json_rpc_error() {
         assert!(json["error"]["message"].is_string(), "{name}: {body}");
     }
 }
+
+/// Set in the child process of [`out_of_file_descriptors_the_oldest_idle_connection_is_closed_and_accepting_goes_on`].
+const CHILD: &str = "MCPWIRE_FEW_FDS_CHILD";
+
+/// The child: a server in a process with a lowered file descriptor limit. Prints its
+/// address, logs to stderr, and serves until its stdin closes (at most 60 s).
+#[test]
+#[ignore = "run by out_of_file_descriptors_… in a child process with a lowered fd limit"]
+fn server_with_few_file_descriptors() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (addr, lines) = start(Limits::new()).await;
+        println!("{addr}");
+        let watch = tokio::task::spawn_blocking(|| {
+            let mut rest = String::new();
+            let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut rest);
+        });
+        let _ = tokio::time::timeout(Duration::from_secs(60), watch).await;
+        for line in lines.lock().unwrap().iter() {
+            eprintln!("{line}");
+        }
+    });
+}
+
+/// Out of file descriptors (`EMFILE`, with the limit lowered to 96 by `prlimit`), the
+/// server does not stop accepting: it closes the oldest idle connection to free one, says
+/// so in its log, and a new client is served, however many idle connections a peer holds.
+#[test]
+fn out_of_file_descriptors_the_oldest_idle_connection_is_closed_and_accepting_goes_on() {
+    use std::io::{BufRead, Read, Write};
+    use std::process::{Command, Stdio};
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new("prlimit")
+        .arg("--nofile=96:96")
+        .arg(&exe)
+        .args([
+            "--ignored",
+            "--exact",
+            "server_with_few_file_descriptors",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("prlimit (util-linux) runs the child");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let addr: SocketAddr = loop {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "the child printed no address"
+        );
+        if let Ok(addr) = line.trim().parse() {
+            break addr;
+        }
+    };
+    // Far more idle connections than the child has descriptors for.
+    let mut idle = Vec::new();
+    for _ in 0..200 {
+        idle.push(std::net::TcpStream::connect(addr).unwrap());
+    }
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(BOUND)).unwrap();
+    s.write_all(post(addr, INIT, "close").as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    assert_eq!(status(&answer), 200, "a new client is served");
+    // The oldest idle connection was closed by the server.
+    idle[0].set_read_timeout(Some(BOUND)).unwrap();
+    let mut buf = [0; 16];
+    let read = idle[0].read(&mut buf);
+    assert!(
+        matches!(&read, Ok(0))
+            || matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+        "{read:?}"
+    );
+    drop(child.stdin.take());
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{log}");
+    assert!(
+        log.contains("Too many open files") && log.contains("closed idle connection"),
+        "{log}"
+    );
+}
