@@ -41,6 +41,14 @@
 //!   table for `tools/list` and `tools/call`, progress: the adapters' application layers
 //!   run on it, so they hold no MCP method names.
 //!
+//! ## Cargo features
+//!
+//! - `os-entropy` (default): [`OsEntropy`], the operating system's random generator
+//!   (through the `getrandom` crate), as an [`Entropy`] for a driver to pass to the state
+//!   machines (`Box::new(mcpwire::OsEntropy)`). The machines never draw randomness
+//!   themselves; without the feature the crate has no dependency on the operating
+//!   system's generator, and the driver passes its own source.
+//!
 //! ## Unsafe code
 //!
 //! The workspace denies `unsafe_code`; the only module that allows it, block by block, is
@@ -72,5 +80,7 @@ pub mod server;
 pub mod sse;
 
 pub use entropy::Entropy;
+#[cfg(feature = "os-entropy")]
+pub use entropy::OsEntropy;
 pub use utf8::{Utf8Bytes, Utf8Ref};
 pub use version::{ProtocolVersion, UnknownVersion};
