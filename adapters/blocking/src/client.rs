@@ -20,9 +20,8 @@
 //! use serde_json::json;
 //!
 //! let config = Config::new("http://127.0.0.1:8080/mcp".parse()?);
-//! // Jitters reconnection delays: any source of bytes will do.
-//! let entropy = Box::new(|b: &mut [u8]| b.fill(7));
-//! let (client, _messages) = McpClient::connect(config, entropy)?;
+//! // The operating system's generator, for the jitter of reconnection delays.
+//! let (client, _messages) = McpClient::connect(config, Box::new(mcpwire::OsEntropy))?;
 //! let params = json!({"name": "echo", "arguments": {"text": "hi"}});
 //! let result = client.call("tools/call", Some(params))?;
 //! println!("{result}");

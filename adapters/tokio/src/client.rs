@@ -12,6 +12,25 @@
 //! ([`Config::with_connect_timeout`]) happen inside the core; what the application must
 //! react to (an expired session, a re-initialization, a GET stream that could not be
 //! resumed) comes on that receiver too, as [`ServerMessage`]s.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use mcpwire::client::Config;
+//! use mcpwire_tokio::client::McpClient;
+//! use serde_json::json;
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = Config::new("http://127.0.0.1:8080/mcp".parse()?);
+//! // The operating system's generator, for the jitter of reconnection delays.
+//! let (client, _messages) = McpClient::connect(config, Box::new(mcpwire::OsEntropy)).await?;
+//! let params = json!({"name": "echo", "arguments": {"text": "hi"}});
+//! let result = client.call("tools/call", Some(params)).await?;
+//! println!("{result}");
+//! client.close().await;
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
