@@ -7,12 +7,12 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpwire::client::Config;
+use mcpwire::client::{Config, RequestError};
 use mcpwire::jsonrpc::ErrorCode;
 use mcpwire_tokio::client::{ClientOptions, McpClient, ServerMessage};
 use serde_json::{Value, json};
 
-use crate::{block_on, os_entropy, print_help, usage_error};
+use crate::{BadUsage, block_on, print_help};
 
 /// The usage text.
 pub(crate) const USAGE: &str = "\
@@ -22,12 +22,13 @@ Usage: mcpwire call [OPTIONS] URL [TOOL [JSON-ARGS]]
 
   URL         the server's MCP endpoint, e.g. http://127.0.0.1:8080/mcp (http or https)
   TOOL        the tool's name; without it, the server's tools are listed (tools/list)
-  JSON-ARGS   its arguments, a JSON object (default {})
+  JSON-ARGS   its arguments, one JSON object, quoted for the shell:
+              '{\"text\":\"hi\"}' (default {})
 
 Options:
   --legacy         speak only the legacy HTTP+SSE transport (URL is its SSE endpoint);
                    without it, a 400/404/405 to the first POST falls back to it anyway
-  --timeout-ms N   give up after N ms (default 60000)
+  --timeout-ms N   give up after N ms, 1 or more (default 60000)
   --no-get-stream  do not open the standalone GET stream for server-initiated messages
                    (a call's own messages come on its POST's stream either way)
   --blocking       use the blocking client (mcpwire-blocking, on ureq and threads)
@@ -60,7 +61,7 @@ struct Options {
     headers: Vec<(http::HeaderName, http::HeaderValue)>,
 }
 
-fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
+fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
     let mut positional = Vec::new();
     let mut timeout = Duration::from_secs(60);
     let mut legacy = false;
@@ -70,50 +71,71 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
     let mut headers = Vec::new();
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
+        let mut value = |what: &str| {
+            args.next()
+                .ok_or_else(|| BadUsage::Shape(format!("{arg} needs {what}")))
+        };
         match arg.as_str() {
             "-h" | "--help" => return Ok(None),
             "--legacy" => legacy = true,
             "--blocking" => blocking = true,
             "--no-get-stream" => get_stream = false,
             "-H" | "--header" => {
-                let header = args.next().ok_or("--header needs 'NAME: VALUE'")?;
+                let header = value("'NAME: VALUE'")?;
                 headers.push(parse_header(&header)?);
             }
             "--cacert" => {
-                let path = args.next().ok_or("--cacert needs a PEM file")?;
+                let path = value("a PEM file")?;
                 let certs = crate::read_pem_certificates("--cacert", &path)?;
                 roots = Some(certs.iter().map(|c| c.to_vec()).collect());
             }
             "--timeout-ms" => {
-                let v = args.next().ok_or("--timeout-ms needs milliseconds")?;
+                let v = value("milliseconds")?;
                 let ms: u64 = v
                     .parse()
                     .map_err(|_| format!("--timeout-ms: '{v}' is not milliseconds"))?;
+                if ms == 0 {
+                    return Err(BadUsage::Value(
+                        "--timeout-ms: 0 would give up before the server could answer; \
+                         give 1 or more milliseconds (default 60000)"
+                            .into(),
+                    ));
+                }
                 timeout = Duration::from_millis(ms);
             }
-            a if a.starts_with("--") => return Err(format!("unknown option '{a}'")),
+            a if a.starts_with("--") => {
+                return Err(BadUsage::Shape(format!("unknown option '{a}'")));
+            }
             _ => positional.push(arg),
         }
     }
     let [url, rest @ ..] = &positional[..] else {
-        return Err("needs URL".into());
+        return Err(BadUsage::Shape("needs URL".into()));
     };
     let (tool, rest) = match rest {
         [tool, rest @ ..] => (Some(tool.clone()), rest),
         [] => (None, rest),
     };
-    let url: http::Uri = url.parse().map_err(|_| format!("'{url}' is not a URL"))?;
+    let url: http::Uri = url.parse().map_err(|_| {
+        format!("'{url}' is not a URL; give the server's endpoint, e.g. http://127.0.0.1:8080/mcp")
+    })?;
     if !matches!(url.scheme_str(), Some("http" | "https")) || url.authority().is_none() {
-        return Err(format!("'{url}' is not an http:// or https:// URL"));
+        return Err(BadUsage::Value(format!(
+            "'{url}' is not an http:// or https:// URL; give the server's endpoint, e.g. \
+             http://127.0.0.1:8080/mcp"
+        )));
     }
     let args = match rest {
         [] => json!({}),
-        [json] => serde_json::from_str(json).map_err(|e| format!("JSON-ARGS: {e}"))?,
-        _ => return Err("too many arguments".into()),
+        [json] => json_args(json)?,
+        [_, extra @ ..] => {
+            let extra: Vec<String> = extra.iter().map(|a| format!("'{a}'")).collect();
+            return Err(BadUsage::Value(format!(
+                "too many arguments: {} after JSON-ARGS\n{JSON_ARGS_HINT}",
+                extra.join(" ")
+            )));
+        }
     };
-    if !args.is_object() {
-        return Err("JSON-ARGS must be a JSON object".into());
-    }
     Ok(Some(Options {
         url,
         tool,
@@ -127,15 +149,79 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
     }))
 }
 
+/// What JSON-ARGS is, after an error in it.
+const JSON_ARGS_HINT: &str = "hint: JSON-ARGS is one argument, a JSON object with its keys \
+    and strings in double quotes, in single quotes for the shell: '{\"text\":\"hi\"}'";
+
+/// JSON-ARGS, a JSON object; or the error alone: what is wrong, the input with a caret
+/// under the place, and [`JSON_ARGS_HINT`].
+fn json_args(input: &str) -> Result<Value, String> {
+    if input.trim().is_empty() {
+        return Err(format!(
+            "JSON-ARGS is empty: give the tool's arguments, or leave JSON-ARGS out for none \
+             ({{}})\n{JSON_ARGS_HINT}"
+        ));
+    }
+    match serde_json::from_str::<Value>(input) {
+        Ok(args) if args.is_object() => Ok(args),
+        Ok(args) => {
+            let kind = match args {
+                Value::Array(_) => "an array",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                Value::Bool(_) => "a boolean",
+                _ => "null",
+            };
+            Err(format!(
+                "JSON-ARGS must be a JSON object (the arguments by name), not {kind}:\n    \
+                 {input}\n{JSON_ARGS_HINT}"
+            ))
+        }
+        Err(e) => Err(format!(
+            "JSON-ARGS is not valid JSON: {e}\n{}{JSON_ARGS_HINT}",
+            point_at(input, e.line(), e.column())
+        )),
+    }
+}
+
+/// The `line` (1-based) of `input`, indented, with a caret under its byte `column`
+/// (1-based, as serde_json counts; 0 before the first), cut to 40 characters either side
+/// of it.
+fn point_at(input: &str, line: usize, column: usize) -> String {
+    const SIDE: usize = 40;
+    let text = input.lines().nth(line.saturating_sub(1)).unwrap_or("");
+    let mut end = column.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before: Vec<char> = text[..end].chars().collect();
+    // The caret goes under the last character read (the offending one).
+    let at = before.len().saturating_sub(1);
+    let start = at.saturating_sub(SIDE);
+    let shown: String = text.chars().skip(start).take(2 * SIDE + 1).collect();
+    let more = text.chars().count() > start + 2 * SIDE + 1;
+    let (lead, trail) = (
+        if start > 0 { "…" } else { "" },
+        if more { "…" } else { "" },
+    );
+    let pad = " ".repeat(at - start + lead.chars().count());
+    format!("    {lead}{shown}{trail}\n    {pad}^\n")
+}
+
 /// A `--header` argument, `NAME: VALUE`.
 fn parse_header(arg: &str) -> Result<(http::HeaderName, http::HeaderValue), String> {
-    let (name, value) = arg
-        .split_once(':')
-        .ok_or_else(|| format!("--header: '{arg}' is not 'NAME: VALUE'"))?;
-    let name = http::HeaderName::from_bytes(name.trim().as_bytes())
-        .map_err(|_| format!("--header: '{}' is not a header name", name.trim()))?;
-    let value = http::HeaderValue::from_str(value.trim())
-        .map_err(|_| format!("--header: the value of {name} is not a header value"))?;
+    let (name, value) = arg.split_once(':').ok_or_else(|| {
+        format!("--header: '{arg}' is not 'NAME: VALUE'; give e.g. 'Authorization: Bearer TOKEN'")
+    })?;
+    let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+        format!(
+            "--header: '{}' is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)",
+            name.trim()
+        )
+    })?;
+    let value = http::HeaderValue::from_str(value.trim()).map_err(|_| {
+        format!("--header: the value of {name} is not a header value (no line breaks or control characters)")
+    })?;
     Ok((name, value))
 }
 
@@ -143,7 +229,7 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
     let options = match parse(args) {
         Ok(Some(o)) => o,
         Ok(None) => return print_help(USAGE),
-        Err(message) => return usage_error(PROG, &message, USAGE),
+        Err(bad) => return bad.report(PROG, USAGE),
     };
     if options.blocking {
         return run_blocking(&options);
@@ -153,6 +239,7 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
             Ok(code) => code,
             Err(_) => {
                 eprintln!("{PROG}: timed out after {} ms", options.timeout.as_millis());
+                eprintln!("{PROG}: {}", timeout_advice(&options));
                 ExitCode::FAILURE
             }
         }
@@ -223,8 +310,8 @@ fn print_progress(n: &mcpwire::jsonrpc::Envelope) {
     }
 }
 
-/// Prints the result (or the failure); the exit status.
-fn outcome<E: std::fmt::Display>(result: Result<Value, E>) -> ExitCode {
+/// Prints the result (or the failure, with what to do about it); the exit status.
+fn outcome<E: Failure>(options: &Options, result: Result<Value, E>) -> ExitCode {
     match result {
         Ok(value) => {
             println!("{value}");
@@ -235,8 +322,229 @@ fn outcome<E: std::fmt::Display>(result: Result<Value, E>) -> ExitCode {
         }
         Err(e) => {
             eprintln!("{PROG}: the call failed: {e}");
+            if let Some(advice) = advice(options, &e) {
+                eprintln!("{PROG}: {advice}");
+            }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Reports a handshake that failed, with what to do about it.
+fn cannot_connect(options: &Options, e: &RequestError) -> ExitCode {
+    eprintln!("{PROG}: cannot connect to {}: {e}", options.url);
+    if let Some(advice) = advice(options, e) {
+        eprintln!("{PROG}: {advice}");
+    }
+    ExitCode::FAILURE
+}
+
+/// What either client's failure says, for [`advice`].
+trait Failure: std::fmt::Display {
+    /// The server's JSON-RPC error, `(code, message)`.
+    fn rpc(&self) -> Option<(i64, &str)>;
+    /// Why no answer came.
+    fn request(&self) -> Option<&RequestError>;
+}
+
+impl Failure for RequestError {
+    fn rpc(&self) -> Option<(i64, &str)> {
+        None
+    }
+
+    fn request(&self) -> Option<&RequestError> {
+        Some(self)
+    }
+}
+
+impl Failure for mcpwire_tokio::client::CallError {
+    fn rpc(&self) -> Option<(i64, &str)> {
+        match self {
+            Self::Rpc { code, message } => Some((*code, message)),
+            _ => None,
+        }
+    }
+
+    fn request(&self) -> Option<&RequestError> {
+        match self {
+            Self::Request(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Failure for mcpwire_blocking::client::CallError {
+    fn rpc(&self) -> Option<(i64, &str)> {
+        match self {
+            Self::Rpc { code, message } => Some((*code, message)),
+            _ => None,
+        }
+    }
+
+    fn request(&self) -> Option<&RequestError> {
+        match self {
+            Self::Request(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// `options`' URL with another scheme.
+fn with_scheme(options: &Options, scheme: &str) -> String {
+    let url = &options.url;
+    let rest = url.path_and_query().map_or("/", |p| p.as_str());
+    format!("{scheme}://{}{rest}", authority(options))
+}
+
+/// `options`' URL with another path.
+fn with_path(options: &Options, path: &str) -> String {
+    let scheme = options.url.scheme_str().unwrap_or("http");
+    format!("{scheme}://{}{path}", authority(options))
+}
+
+/// `HOST:PORT` of `options`' URL.
+fn authority(options: &Options) -> &str {
+    options.url.authority().map_or("", |a| a.as_str())
+}
+
+/// The command that lists the server's tools: this one without TOOL and JSON-ARGS.
+fn list_command(options: &Options) -> String {
+    let mut command = String::from("mcpwire call");
+    if options.blocking {
+        command.push_str(" --blocking");
+    }
+    if options.legacy {
+        command.push_str(" --legacy");
+    }
+    if !options.headers.is_empty() {
+        command.push_str(" -H …");
+    }
+    format!("{command} {}", options.url)
+}
+
+/// What to do after a timeout.
+fn timeout_advice(options: &Options) -> String {
+    format!(
+        "the server did not answer within {} ms: give it longer with --timeout-ms N, or check \
+         that the tool ends",
+        options.timeout.as_millis()
+    )
+}
+
+/// What to do about `failure`, when the mistake is a common one: the scheme, the path,
+/// `--legacy` on the wrong endpoint, the tool's name or arguments, a missing token, a
+/// server that is not running, a timeout.
+fn advice(options: &Options, failure: &impl Failure) -> Option<String> {
+    let https = options.url.scheme_str() == Some("https");
+    let host = authority(options);
+    if let Some((code, message)) = failure.rpc() {
+        let tool = options.tool.as_deref()?;
+        if code != ErrorCode::INVALID_PARAMS.0 {
+            return None;
+        }
+        // mcpwire: `no tool named "x"`; the TypeScript SDK: `Tool x not found`; the Python
+        // SDK: `Unknown tool: x`.
+        let lower = message.to_lowercase();
+        let unknown = lower.contains("no tool")
+            || lower.contains("unknown tool")
+            || (lower.contains("not found") && message.contains(tool));
+        return Some(if unknown {
+            format!(
+                "the server has no tool '{tool}'; list its tools with: {}",
+                list_command(options)
+            )
+        } else {
+            format!(
+                "the arguments do not fit the input schema of '{tool}'; list the tools with \
+                 their schemas with: {}",
+                list_command(options)
+            )
+        });
+    }
+    let error = failure.request()?;
+    match error {
+        RequestError::Connection(cause)
+            if https
+                && (cause.contains("InvalidContentType") || cause.contains("corrupt message")) =>
+        {
+            Some(format!(
+                "the server at {host} does not speak TLS (its answer was not a TLS handshake); \
+                 if it serves plain HTTP, call {}",
+                with_scheme(options, "http")
+            ))
+        }
+        RequestError::Connection(cause) if !https && cause.contains("invalid HTTP version") => {
+            Some(format!(
+                "the server at {host} did not answer in HTTP (a server that speaks TLS answers \
+                 plain HTTP so); if it serves https, call {}",
+                with_scheme(options, "https")
+            ))
+        }
+        RequestError::Connection(cause) if cause.contains("refused") => Some(format!(
+            "nothing listens at {host}: start the server (mcpwire serve listens on \
+             127.0.0.1:8080), or check the URL's host and port"
+        )),
+        RequestError::Http {
+            status: 404,
+            message,
+        } => Some(not_found_advice(options, message)),
+        RequestError::Http {
+            status: 400 | 405 | 406,
+            ..
+        } if options.legacy => Some(format!(
+            "{} is not a legacy HTTP+SSE endpoint (it refused the GET that opens one): \
+             --legacy needs the server's SSE endpoint (mcpwire serve's: {}), or drop --legacy \
+             to speak Streamable HTTP to this URL",
+            options.url,
+            with_path(options, "/sse")
+        )),
+        RequestError::Unauthorized { .. } => {
+            let sent = options
+                .headers
+                .iter()
+                .any(|(name, _)| name == http::header::AUTHORIZATION);
+            Some(if sent {
+                "the server refused the Authorization header given with -H: check the token \
+                 (the challenge above names where tokens come from)"
+                    .into()
+            } else {
+                "the server wants a token: send it with -H 'Authorization: Bearer TOKEN' (the \
+                 challenge above names where tokens come from)"
+                    .into()
+            })
+        }
+        RequestError::Timeout => Some(timeout_advice(options)),
+        _ => None,
+    }
+}
+
+/// What to do after a 404: call the path the server names (mcpwire's servers name
+/// theirs: "this server's is /mcp (legacy HTTP+SSE: GET /sse)"), or check the path.
+fn not_found_advice(options: &Options, message: &str) -> String {
+    let named = |after: &str| {
+        message.split_once(after).and_then(|(_, rest)| {
+            rest.split(|c: char| c.is_whitespace() || c == ')')
+                .next()
+                .filter(|p| p.starts_with('/'))
+                .map(str::to_owned)
+        })
+    };
+    let path = options.url.path();
+    let (endpoint, sse) = (named("this server's is "), named("GET "));
+    match (options.legacy, endpoint, sse) {
+        (true, _, Some(sse)) => format!(
+            "{path} is not an endpoint of this server: its legacy SSE endpoint is {sse}; call \
+             that with --legacy: mcpwire call --legacy {}",
+            with_path(options, &sse)
+        ),
+        (_, Some(endpoint), _) => format!(
+            "{path} is not an endpoint of this server: call its endpoint, {}",
+            with_path(options, &endpoint)
+        ),
+        _ => format!(
+            "{path} is not an MCP endpoint of this server: check the URL's path (the server's \
+             documentation names it; mcpwire serve's is /mcp)"
+        ),
     }
 }
 
@@ -252,12 +560,9 @@ fn run_blocking(options: &Options) -> ExitCode {
         connect_options = connect_options.with_root_certificates(roots.iter().cloned());
     }
     let (client, messages) =
-        match McpClient::connect_with(config, Box::new(os_entropy), connect_options) {
+        match McpClient::connect_with(config, Box::new(mcpwire::OsEntropy), connect_options) {
             Ok(c) => c,
-            Err(e) => {
-                eprintln!("{PROG}: cannot connect to {}: {e}", options.url);
-                return ExitCode::FAILURE;
-            }
+            Err(e) => return cannot_connect(options, &e),
         };
     eprintln!(
         "{PROG}: connected ({}, {:?}, blocking)",
@@ -287,7 +592,7 @@ fn run_blocking(options: &Options) -> ExitCode {
     client.close();
     // The last progress step may arrive with the result: print it before the result.
     let _ = printer.join();
-    outcome(result)
+    outcome(options, result)
 }
 
 async fn run(options: &Options) -> ExitCode {
@@ -296,14 +601,16 @@ async fn run(options: &Options) -> ExitCode {
     if let Some(roots) = &options.roots {
         connect_options = connect_options.with_root_certificates(roots.iter().cloned());
     }
-    let (client, mut messages) =
-        match McpClient::connect_with(config, Box::new(os_entropy), connect_options).await {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("{PROG}: cannot connect to {}: {e}", options.url);
-                return ExitCode::FAILURE;
-            }
-        };
+    let (client, mut messages) = match McpClient::connect_with(
+        config,
+        Box::new(mcpwire::OsEntropy),
+        connect_options,
+    )
+    .await
+    {
+        Ok(c) => c,
+        Err(e) => return cannot_connect(options, &e),
+    };
     eprintln!(
         "{PROG}: connected ({}, {:?})",
         client.version(),
@@ -330,5 +637,39 @@ async fn run(options: &Options) -> ExitCode {
     // Ends once the client's driver has stopped, after every message the server sent
     // before: the last progress step may arrive with the result.
     let _ = printer.await;
-    outcome(result)
+    outcome(options, result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::point_at;
+
+    #[test]
+    fn the_caret_is_under_the_offending_character_of_its_line() {
+        assert_eq!(point_at("{x}", 1, 2), "    {x}\n     ^\n");
+        // Columns count bytes; the caret counts characters.
+        assert_eq!(point_at("é!", 1, 3), "    é!\n     ^\n");
+        // The offending line of several, alone.
+        assert_eq!(
+            point_at("{\n \"a\":x}", 2, 6),
+            "     \"a\":x}\n         ^\n"
+        );
+        // Column 0 (nothing read): under the first character.
+        assert_eq!(point_at("", 1, 0), "    \n    ^\n");
+    }
+
+    #[test]
+    fn a_long_line_is_cut_to_forty_characters_either_side_of_the_caret() {
+        let line = format!("{}!{}", "a".repeat(100), "b".repeat(100));
+        let shown = point_at(&line, 1, 101);
+        let [text, caret] = shown.lines().collect::<Vec<_>>()[..] else {
+            panic!("{shown}")
+        };
+        assert_eq!(text, format!("    …{}!{}…", "a".repeat(40), "b".repeat(40)));
+        assert_eq!(
+            caret.chars().count(),
+            text.chars().position(|c| c == '!').unwrap() + 1
+        );
+        assert!(caret.ends_with('^'));
+    }
 }

@@ -77,14 +77,42 @@ pub fn run(args: &[OsString]) -> ExitCode {
     }
 }
 
-/// The operating system's random generator, for session ids and jitter. Without it no
-/// session id can be safe: stop rather than guess.
-fn os_entropy(dst: &mut [u8]) {
-    getrandom::fill(dst).expect("the operating system's random generator failed");
+/// Why a command line cannot run, and so how to report it (exit status 2 either way).
+#[derive(Debug)]
+enum BadUsage {
+    /// Its shape is wrong (an unknown option, an option without its value, a missing
+    /// argument): reported with the usage text, which shows the shape.
+    Shape(String),
+    /// A value cannot be right: reported alone, since the message says what is wrong
+    /// with it and what to give instead, and the usage text would bury it.
+    Value(String),
 }
 
-/// Runs `work` on a new multi-threaded tokio runtime; a runtime that cannot start is
-/// reported under `prog` and fails.
+impl BadUsage {
+    /// The message, whichever the kind.
+    fn message(&self) -> &str {
+        match self {
+            Self::Shape(m) | Self::Value(m) => m,
+        }
+    }
+
+    /// Reports it under `prog` (see [`usage_error`] and [`value_error`]).
+    fn report(&self, prog: &str, usage: &str) -> ExitCode {
+        match self {
+            Self::Shape(m) => usage_error(prog, m, usage),
+            Self::Value(m) => value_error(prog, m),
+        }
+    }
+}
+
+/// Most errors of a command line are of a value (a file that cannot be read, a number
+/// out of range).
+impl From<String> for BadUsage {
+    fn from(message: String) -> Self {
+        Self::Value(message)
+    }
+}
+
 /// The certificates of the PEM file at `path` (for the option `flag`), at least one.
 fn read_pem_certificates(
     flag: &str,
@@ -102,6 +130,8 @@ fn read_pem_certificates(
     Ok(certs)
 }
 
+/// Runs `work` on a new multi-threaded tokio runtime; a runtime that cannot start is
+/// reported under `prog` and fails.
 fn block_on(prog: &str, work: impl std::future::Future<Output = ExitCode>) -> ExitCode {
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -125,5 +155,12 @@ fn print_help(usage: &str) -> ExitCode {
 /// Reports a usage error with the usage text on stderr; exit status 2.
 fn usage_error(prog: &str, message: &str, usage: &str) -> ExitCode {
     eprint!("{prog}: {message}\n\n{usage}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+/// Reports a bad value alone on stderr (its message says what to do); exit status 2, as
+/// for any usage error.
+fn value_error(prog: &str, message: &str) -> ExitCode {
+    eprintln!("{prog}: {message}");
     ExitCode::from(EXIT_USAGE)
 }

@@ -6,7 +6,7 @@
 //! then its count. Loopback only by default; one log line per session event on stderr.
 
 use std::ffi::OsString;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use mcpwire_tokio::server::{serve, serve_tls};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::{block_on, os_entropy, print_help, usage_error};
+use crate::{BadUsage, block_on, print_help};
 
 /// The usage text.
 pub(crate) const USAGE: &str = "\
@@ -26,15 +26,17 @@ mcpwire serve: a reference MCP server (Streamable HTTP, and legacy HTTP+SSE besi
 Usage: mcpwire serve [OPTIONS]
 
 Options:
-  --addr ADDR          address to listen on (default 127.0.0.1:8080; loopback only
-                       unless you name another)
-  --path PATH          the Streamable HTTP endpoint (default /mcp)
+  --addr HOST:PORT     where to listen: an IP address or a host name, e.g.
+                       localhost:8080 (default 127.0.0.1:8080; loopback only unless
+                       you name another; port 0: a free one)
+  --path PATH          the Streamable HTTP endpoint, starting with / (default /mcp)
   --json-response      answer every request with one JSON body
   --sse-response       answer every request with an SSE stream
   --stateless          no sessions: every POST stands alone
-  --poll-ms N          SEP-1699 polling: close a stream N ms after it opened (2025-11-25)
-  --retry-ms N         the retry sent in priming events (default 1000)
-  --max-sessions N     sessions open at once; more get 503 (default 10000)
+  --poll-ms N          SEP-1699 polling: close a stream N ms after it opened (2025-11-25;
+                       0: right after its priming event)
+  --retry-ms N         the retry sent in priming events (default 1000; 0: at once)
+  --max-sessions N     sessions open at once, 1 or more; more get 503 (default 10000)
   --no-legacy          do not serve GET /sse and POST /messages
   --allow-origin O     accept this Origin (repeatable; default: loopback origins)
   --shards N           split the sessions between N cores, each behind its own lock
@@ -53,7 +55,10 @@ const PROG: &str = "mcpwire serve";
 
 #[derive(Debug)]
 struct Options {
-    addr: SocketAddr,
+    /// `--addr` as given, for messages.
+    addr_text: String,
+    /// What `--addr` resolved to, IPv4 first; bound in turn until one succeeds.
+    addrs: Vec<SocketAddr>,
     config: Config,
     conformance: bool,
     blocking: bool,
@@ -63,11 +68,12 @@ struct Options {
     tls: Option<Arc<rustls::ServerConfig>>,
 }
 
-fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
-    let mut addr: SocketAddr = "127.0.0.1:8080".parse().expect("a valid address");
-    let mut config = Config::new()
-        .with_legacy(Some(LegacyPaths::default()))
-        .with_response_mode(ResponseMode::Auto);
+fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
+    let mut addr_text = String::from("127.0.0.1:8080");
+    let mut addrs: Vec<SocketAddr> = vec!["127.0.0.1:8080".parse().expect("a valid address")];
+    let mut path = String::from("/mcp");
+    let mut legacy = true;
+    let mut config = Config::new().with_response_mode(ResponseMode::Auto);
     let mut origins = Vec::new();
     let mut conformance = false;
     let mut blocking = false;
@@ -83,27 +89,22 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
             inline
                 .clone()
                 .or_else(|| args.next())
-                .ok_or_else(|| format!("{name} needs {what}"))
+                .ok_or_else(|| BadUsage::Shape(format!("{name} needs {what}")))
         };
         match name.as_str() {
             "-h" | "--help" => return Ok(None),
             "--addr" => {
-                let v = value("an address")?;
-                addr = v
-                    .parse()
-                    .map_err(|_| format!("--addr: '{v}' is not HOST:PORT"))?;
+                addr_text = value("an address")?;
+                addrs = resolve(&addr_text)?;
             }
-            "--path" => config = config.with_endpoint(value("a path")?),
+            "--path" => path = value("a path")?,
             "--json-response" => config = config.with_response_mode(ResponseMode::Json),
             "--sse-response" => config = config.with_response_mode(ResponseMode::Sse),
             "--stateless" => config = config.with_sessions(SessionMode::Stateless),
-            "--no-legacy" => config = config.with_legacy(None),
+            "--no-legacy" => legacy = false,
             "--poll-ms" | "--retry-ms" => {
                 let v = value("milliseconds")?;
-                let ms: u64 = v
-                    .parse()
-                    .map_err(|_| format!("{name}: '{v}' is not milliseconds"))?;
-                let d = Duration::from_millis(ms);
+                let d = Duration::from_millis(milliseconds(&name, &v)?);
                 config = if name == "--poll-ms" {
                     config
                         .with_polling(Some(d))
@@ -114,9 +115,12 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
             }
             "--max-sessions" => {
                 let v = value("a count")?;
-                let n: usize = v
-                    .parse()
-                    .map_err(|_| format!("--max-sessions: '{v}' is not a count"))?;
+                let n = v.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    format!(
+                        "--max-sessions: '{v}' is not a count of 1 or more (the sessions open \
+                         at once; default 10000)"
+                    )
+                })?;
                 config = config.with_max_sessions(n);
             }
             "--shards" => {
@@ -125,7 +129,12 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
                     v.parse()
                         .ok()
                         .filter(|n| (1..=256).contains(n))
-                        .ok_or_else(|| format!("--shards: '{v}' is not a count from 1 to 256"))?,
+                        .ok_or_else(|| {
+                            format!(
+                                "--shards: '{v}' is not a count from 1 to 256 (default: 4 per \
+                                 CPU)"
+                            )
+                        })?,
                 );
             }
             "--allow-origin" => origins.push(value("an origin")?),
@@ -133,36 +142,131 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
             "--blocking" => blocking = true,
             "--tls-cert" => tls_cert = Some(value("a PEM file")?),
             "--tls-key" => tls_key = Some(value("a PEM file")?),
-            _ => return Err(format!("unknown option '{arg}'")),
+            _ => return Err(BadUsage::Shape(format!("unknown option '{arg}'"))),
         }
     }
+    check_path(&path, legacy)?;
+    config = config
+        .with_endpoint(path)
+        .with_legacy(legacy.then(LegacyPaths::default));
     if shards.is_some() && blocking {
-        return Err("--shards is for the tokio adapter (the blocking one has one core)".into());
+        return Err(BadUsage::Value(
+            "--shards is for the tokio adapter (the blocking one has one core): drop one of \
+             --shards and --blocking"
+                .into(),
+        ));
     }
     if conformance && blocking {
-        return Err("--conformance is served by the tokio adapter only".into());
+        return Err(BadUsage::Value(
+            "--conformance is served by the tokio adapter only: drop --blocking".into(),
+        ));
     }
     let tls = match (tls_cert, tls_key) {
         (None, None) => None,
         (Some(cert), Some(key)) if !blocking => Some(tls_config(&cert, &key)?),
-        (Some(_), Some(_)) => return Err("--tls-cert is served by the tokio adapter only".into()),
-        _ => return Err("--tls-cert and --tls-key go together".into()),
+        (Some(_), Some(_)) => {
+            return Err(BadUsage::Value(
+                "--tls-cert is served by the tokio adapter only: drop --blocking".into(),
+            ));
+        }
+        _ => {
+            return Err(BadUsage::Value(
+                "--tls-cert and --tls-key go together: give both, or neither for http".into(),
+            ));
+        }
     };
     if !origins.is_empty() {
         config = config.with_origins(Allow::List(origins));
     }
-    if !addr.ip().is_loopback() {
+    if addrs.iter().any(|a| !a.ip().is_loopback()) {
         // Reached by name from elsewhere: the Host check must not pin it to loopback.
         config = config.with_hosts(Allow::Any);
     }
     Ok(Some(Options {
-        addr,
+        addr_text,
+        addrs,
         config,
         conformance,
         blocking,
         shards,
         tls,
     }))
+}
+
+/// The addresses of `--addr HOST:PORT`: an IP address (`127.0.0.1:8080`, `[::1]:8080`)
+/// or a host name (`localhost:8080`), resolved; IPv4 first, so that `localhost` serves
+/// the `127.0.0.1` URLs this tool prints and documents.
+fn resolve(addr: &str) -> Result<Vec<SocketAddr>, String> {
+    let example = "e.g. 127.0.0.1:8080, localhost:8080 or [::1]:8080";
+    if let Ok(addr) = addr.parse::<SocketAddr>() {
+        return Ok(vec![addr]);
+    }
+    let Some((host, port)) = addr.rsplit_once(':') else {
+        return Err(format!(
+            "--addr: '{addr}' has no port; give HOST:PORT, {example}"
+        ));
+    };
+    if host.is_empty() {
+        return Err(format!(
+            "--addr: '{addr}' has no host; give HOST:PORT, {example} (0.0.0.0:PORT for every \
+             interface)"
+        ));
+    }
+    if port.parse::<u16>().is_err() {
+        return Err(format!(
+            "--addr: '{port}' is not a port: give 1 to 65535, or 0 for a free one ({example})"
+        ));
+    }
+    let mut addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|e| format!("--addr: cannot resolve '{host}': {e}; give an IP address or a known host name, {example}"))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(format!(
+            "--addr: '{host}' has no address; give an IP address, {example}"
+        ));
+    }
+    addrs.sort_by_key(SocketAddr::is_ipv6);
+    Ok(addrs)
+}
+
+/// `--path PATH`: what a request's path can equal, and not one of the legacy paths
+/// served beside it (the legacy routes would take its requests).
+fn check_path(path: &str, legacy: bool) -> Result<(), String> {
+    if !path.starts_with('/') {
+        return Err(format!(
+            "--path: '{path}' does not start with '/'; give the endpoint's path as in a URL, \
+             e.g. /{path}",
+            path = path.trim_start_matches('/')
+        ));
+    }
+    let valid = path
+        .parse::<http::uri::PathAndQuery>()
+        .is_ok_and(|p| p.as_str() == path);
+    if !valid || path.contains(['?', '#']) {
+        return Err(format!(
+            "--path: '{path}' is not a URL path (no spaces, '?' or '#'; no query: requests \
+             are matched by their path alone), e.g. /mcp"
+        ));
+    }
+    let defaults = LegacyPaths::default();
+    if legacy && (path == defaults.sse || path == defaults.messages) {
+        return Err(format!(
+            "--path: {path} is a path of the legacy HTTP+SSE transport, served beside the \
+             endpoint (GET {}, POST {}): choose another path, or add --no-legacy",
+            defaults.sse, defaults.messages
+        ));
+    }
+    Ok(())
+}
+
+/// The milliseconds of `--poll-ms` or `--retry-ms`: 0 (at once) to one day.
+fn milliseconds(name: &str, v: &str) -> Result<u64, String> {
+    const DAY_MS: u64 = 24 * 60 * 60 * 1000;
+    v.parse()
+        .ok()
+        .filter(|ms| *ms <= DAY_MS)
+        .ok_or_else(|| format!("{name}: '{v}' is not milliseconds from 0 to {DAY_MS} (a day)"))
 }
 
 /// The TLS configuration of `--tls-cert CERT --tls-key KEY`: rustls on aws-lc-rs, its
@@ -206,7 +310,7 @@ struct SlowCount {
 /// server.
 pub fn config<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Config, String> {
     let args: Vec<OsString> = args.iter().map(|a| a.as_ref().to_owned()).collect();
-    match parse(&args)? {
+    match parse(&args).map_err(|bad| bad.message().to_owned())? {
         Some(options) => Ok(options.config),
         None => Err("--help asks for no server".into()),
     }
@@ -285,19 +389,16 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
         Ok(Some(options)) if options.blocking => run_blocking(options),
         Ok(Some(options)) => block_on(PROG, run(options)),
         Ok(None) => print_help(USAGE),
-        Err(message) => usage_error(PROG, &message, USAGE),
+        Err(bad) => bad.report(PROG, USAGE),
     }
 }
 
 async fn run(options: Options) -> ExitCode {
-    let listener = match tokio::net::TcpListener::bind(options.addr).await {
+    let listener = match tokio::net::TcpListener::bind(&options.addrs[..]).await {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("{PROG}: cannot listen on {}: {e}", options.addr);
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return cannot_listen(&options, &e),
     };
-    let addr = listener.local_addr().unwrap_or(options.addr);
+    let addr = listener.local_addr().unwrap_or(options.addrs[0]);
     let path = options.config.endpoint().to_owned();
     let handler: Arc<dyn app::Handler> = if options.conformance {
         Arc::new(crate::conformance::Conformance::new())
@@ -311,7 +412,7 @@ async fn run(options: Options) -> ExitCode {
     let service = app::mount_sharded(
         shards,
         options.config,
-        Box::new(os_entropy),
+        Box::new(mcpwire::OsEntropy),
         Arc::new(Logged(handler)),
     );
     let served = match options.tls {
@@ -357,19 +458,16 @@ async fn run(options: Options) -> ExitCode {
 /// shuts it down as the tokio server does (tokio here only waits for the signal).
 fn run_blocking(options: Options) -> ExitCode {
     use mcpwire_blocking::server::{ServeOptions, serve};
-    let listener = match std::net::TcpListener::bind(options.addr) {
+    let listener = match std::net::TcpListener::bind(&options.addrs[..]) {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("{PROG}: cannot listen on {}: {e}", options.addr);
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return cannot_listen(&options, &e),
     };
     let path = options.config.endpoint().to_owned();
     let handler = Arc::new(LoggedBlocking(blocking_tools()));
     let handle = match serve(
         listener,
         options.config,
-        Box::new(os_entropy),
+        Box::new(mcpwire::OsEntropy),
         handler,
         ServeOptions::new(),
     ) {
@@ -394,6 +492,26 @@ fn run_blocking(options: Options) -> ExitCode {
         eprintln!("{PROG}: exchanges still open after 5 s were cut");
     }
     waited
+}
+
+/// Reports that no address of `--addr` could be bound, and what to do.
+fn cannot_listen(options: &Options, e: &std::io::Error) -> ExitCode {
+    eprintln!("{PROG}: cannot listen on {}: {e}", options.addr_text);
+    let advice = match e.kind() {
+        std::io::ErrorKind::AddrInUse => {
+            "another process listens there: stop it, or give another port with --addr"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            "ports below 1024 need privileges: give a port of 1024 or more with --addr"
+        }
+        std::io::ErrorKind::AddrNotAvailable => {
+            "that address is not this machine's: give one of its addresses with --addr \
+             (127.0.0.1 for this machine only, 0.0.0.0 for every interface)"
+        }
+        _ => "give another address with --addr",
+    };
+    eprintln!("{PROG}: {advice}");
+    ExitCode::FAILURE
 }
 
 /// One log line per session event.
@@ -468,11 +586,21 @@ mod tests {
     #[test]
     fn sec_3_serve_listens_on_loopback_unless_told_otherwise() {
         let options = parse(&[]).unwrap().unwrap();
-        assert!(options.addr.ip().is_loopback(), "{}", options.addr);
+        assert_eq!(options.addrs, ["127.0.0.1:8080".parse().unwrap()]);
         let options = parse(&["--addr".into(), "0.0.0.0:9000".into()])
             .unwrap()
             .unwrap();
-        assert!(!options.addr.ip().is_loopback());
+        assert!(!options.addrs[0].ip().is_loopback());
         assert!(parse(&["--addr".into(), "nowhere".into()]).is_err());
+        // A host name, resolved: loopback names keep the loopback Host check.
+        let options = parse(&["--addr".into(), "localhost:8080".into()])
+            .unwrap()
+            .unwrap();
+        assert!(
+            options.addrs.iter().all(|a| a.ip().is_loopback()),
+            "{options:?}"
+        );
+        assert!(options.addrs[0].is_ipv4(), "{:?}", options.addrs);
+        assert_eq!(options.addr_text, "localhost:8080");
     }
 }

@@ -71,6 +71,27 @@ fn sec_5_sec_6_mcpwire_call_sends_its_header_on_every_request_and_reports_a_refu
             stderr.contains(r#"unauthorized: Bearer resource_metadata="https://as.example/prm""#),
             "{client}: {stderr}"
         );
+        assert!(
+            stderr.contains(
+                "the server wants a token: send it with -H 'Authorization: Bearer TOKEN'"
+            ),
+            "{client}: {stderr}"
+        );
+        // A token the server does not take: check it.
+        let wrong: Vec<&str> = flags
+            .iter()
+            .copied()
+            .chain(["-H", "authorization: Bearer wrong"])
+            .collect();
+        let out = call(&server.url, &wrong);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{client}: {stderr}");
+        assert!(
+            stderr.contains(
+                "the server refused the Authorization header given with -H: check the token"
+            ),
+            "{client}: {stderr}"
+        );
         server.seen.lock().unwrap().clear();
         let with_token: Vec<&str> = flags
             .iter()
@@ -101,9 +122,15 @@ fn sec_5_sec_6_mcpwire_call_sends_its_header_on_every_request_and_reports_a_refu
 #[test]
 fn a_header_that_is_not_name_colon_value_is_a_usage_error() {
     for (arg, says) in [
-        ("no colon", "is not 'NAME: VALUE'"),
-        ("bad name: x", "is not a header name"),
-        ("x-a: line\nbreak", "is not a header value"),
+        (
+            "no colon",
+            "is not 'NAME: VALUE'; give e.g. 'Authorization: Bearer TOKEN'",
+        ),
+        ("bad name: x", "is not a header name (letters, digits"),
+        (
+            "x-a: line\nbreak",
+            "is not a header value (no line breaks or control characters)",
+        ),
     ] {
         let out = call("http://127.0.0.1:1/mcp", &["--header", arg]);
         let stderr = String::from_utf8_lossy(&out.stderr);

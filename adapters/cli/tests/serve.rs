@@ -223,6 +223,14 @@ fn call_names_a_refused_connection() {
             stderr.contains("no connection to the server") && stderr.contains("refused"),
             "{client:?}: {stderr}"
         );
+        // And what to do.
+        assert!(
+            stderr.contains(&format!(
+                "nothing listens at 127.0.0.1:{port}: start the server (mcpwire serve listens \
+                 on 127.0.0.1:8080), or check the URL's host and port"
+            )),
+            "{client:?}: {stderr}"
+        );
     }
 }
 

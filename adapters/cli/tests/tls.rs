@@ -67,9 +67,18 @@ fn http_post_1_mcpwire_call_over_https_trusts_the_cacert_roots_and_only_them() {
             stderr.contains("cannot connect") && stderr.contains("UnknownIssuer"),
             "{client}: {stderr}"
         );
-        // Plain HTTP to the TLS port is no MCP exchange either.
+        // Plain HTTP to the TLS port is no MCP exchange either: the answer is not HTTP, and
+        // the https URL is named.
         let out = call(&format!("http://127.0.0.1:{port}/mcp"), flags);
-        assert_eq!(out.status.code(), Some(1), "{client}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{client}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "the server at 127.0.0.1:{port} did not answer in HTTP (a server that speaks \
+                 TLS answers plain HTTP so); if it serves https, call https://127.0.0.1:{port}/mcp"
+            )),
+            "{client}: {stderr}"
+        );
     }
 }
 
