@@ -775,6 +775,61 @@ fn session_8_a_flood_of_bare_initializes_locks_out_no_client() {
     assert_eq!(ping(&mut h, &calling), 200);
 }
 
+/// `Config::with_max_sessions_per_peer`: at a peer's cap, its idle session closest to
+/// expiry makes room; with every one of its sessions active it gets 503; other peers,
+/// and requests whose driver names no peer, are not held to it.
+#[test]
+fn session_8_a_peer_at_its_cap_evicts_its_own_idle_session_only() {
+    use mcpwire::server::PeerAddr;
+    let mut h = Harness::new(Config::new().with_max_sessions_per_peer(Some(2)));
+    let init = |h: &mut Harness, peer: Option<[u8; 4]>| {
+        let mut head = mcpwire_tests::server::post_head(&[]);
+        if let Some(ip) = peer {
+            head.extensions.insert(PeerAddr(ip.into()));
+        }
+        let x = h.send(
+            head,
+            Some(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#),
+        );
+        if h.reply(x).head.is_none() {
+            let request = h.take_request();
+            h.answer(&request, r#"{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"h","version":"1"}}"#);
+        }
+        let reply = h.reply(x);
+        (
+            reply.status(),
+            reply.header("mcp-session-id").map(str::to_owned),
+        )
+    };
+    let a = Some([10, 0, 0, 1]);
+    let (_, streaming) = init(&mut h, a);
+    let streaming = streaming.unwrap();
+    let g = h.get(&streaming, None);
+    let (_, idle) = init(&mut h, a);
+    let (_, other) = init(&mut h, Some([10, 0, 0, 2]));
+    h.take_events();
+    let (status, third) = init(&mut h, a);
+    assert_eq!(status, 200, "the peer's idle session made room");
+    assert_eq!(evicted(&mut h).len(), 1);
+    assert_eq!(ping(&mut h, &idle.unwrap()), 404);
+    assert_eq!(ping(&mut h, &other.unwrap()), 200, "another peer's is kept");
+    // Both of its sessions active now: one streams, one has a call in flight.
+    let x = h.post(third.as_deref(), Some(V3), CALL);
+    let _held = h.take_request();
+    let (status, _) = init(&mut h, a);
+    assert_eq!(status, 503, "every session of the peer is active");
+    assert!(h.reply(g).head.is_some() && h.reply(x).head.is_none());
+    assert_eq!(
+        init(&mut h, Some([10, 0, 0, 2])).0,
+        200,
+        "others still get in"
+    );
+    // A driver that names no peer is not held to the cap.
+    for _ in 0..3 {
+        assert_eq!(init(&mut h, None).0, 200);
+    }
+}
+
 #[test]
 fn an_initialize_answered_with_an_error_ends_its_session() {
     let mut h = Harness::new(Config::new());

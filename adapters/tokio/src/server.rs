@@ -35,7 +35,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame};
 use mcpwire::Entropy;
 use mcpwire::conn::{ConnId, Connections, Limits, Opened};
-use mcpwire::server::{Config, Event, ExchangeId, Server, Transmit, shard_of};
+use mcpwire::server::{Config, Event, ExchangeId, PeerAddr, Server, Transmit, shard_of};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 /// The core and what the adapter keeps per exchange.
@@ -994,6 +994,9 @@ struct Conn {
     id: ConnId,
     /// Waiting for a request (no byte of a head yet): a read then starts the head.
     waiting: Arc<AtomicBool>,
+    /// The peer's address, put in each request head for the core
+    /// ([`Config::with_max_sessions_per_peer`](mcpwire::server::Config::with_max_sessions_per_peer)).
+    peer: PeerAddr,
 }
 
 impl Conn {
@@ -1071,8 +1074,8 @@ where
     let sweeper = tokio::spawn(sweep(Arc::clone(&tracker), log.clone()));
     let _stop = AbortOnDrop(sweeper);
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
             Err(e)
                 if matches!(
                     e.kind(),
@@ -1128,6 +1131,7 @@ where
             tracker: Arc::clone(&tracker),
             id,
             waiting: Arc::new(AtomicBool::new(true)),
+            peer: PeerAddr(peer.ip()),
         };
         let task = connection(stream, conn);
         let tracker = Arc::clone(&tracker);
@@ -1221,8 +1225,9 @@ where
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
 
-    fn call(&self, request: http::Request<B>) -> Self::Future {
+    fn call(&self, mut request: http::Request<B>) -> Self::Future {
         self.conn.busy();
+        request.extensions_mut().insert(self.conn.peer);
         let conn = self.conn.clone();
         let response = hyper::service::Service::call(&self.service, request);
         Box::pin(async move {

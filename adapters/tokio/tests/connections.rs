@@ -24,9 +24,14 @@ const INIT: &str =
 /// Serves with `limits`: `initialize` is answered, every other request is held open
 /// (never answered); the log lines are collected.
 async fn start(limits: Limits) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+    start_with(Config::new(), limits).await
+}
+
+/// [`start`] with the core's `config`.
+async fn start_with(config: Config, limits: Limits) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let (service, mut events) = McpService::new(Config::new(), counter_entropy(3));
+    let (service, mut events) = McpService::new(config, counter_entropy(3));
     let app = service.clone();
     tokio::spawn(async move {
         let mut held = Vec::new();
@@ -374,4 +379,42 @@ fn out_of_file_descriptors_the_oldest_idle_connection_is_closed_and_accepting_go
         log.contains("Too many open files") && log.contains("closed idle connection"),
         "{log}"
     );
+}
+
+/// The server tells the core each request's peer address, so a per-peer session cap
+/// holds: a second `initialize` from 127.0.0.1 at a cap of one takes the place of the
+/// first, idle, session, whose id then gets 404 (SESSION-8).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_per_peer_session_cap_sees_the_peer_address() {
+    let config = Config::new().with_max_sessions_per_peer(Some(1));
+    let (addr, _) = start_with(config, Limits::new()).await;
+    let session = |answer: &[u8]| {
+        String::from_utf8_lossy(answer)
+            .lines()
+            .find_map(|l| l.strip_prefix("mcp-session-id: "))
+            .map(str::to_owned)
+    };
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(post(addr, INIT, "close").as_bytes())
+            .await
+            .unwrap();
+        let answer = closed_by_server(&mut s).await;
+        assert_eq!(status(&answer), 200);
+        ids.push(session(&answer).expect("a session"));
+    }
+    let ping = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let mut statuses = Vec::new();
+    for id in &ids {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: application/json, text/event-stream\r\ncontent-type: application/json\r\nmcp-session-id: {id}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{ping}",
+            ping.len()
+        );
+        s.write_all(request.as_bytes()).await.unwrap();
+        statuses.push(status(&closed_by_server(&mut s).await));
+    }
+    assert_eq!(statuses[0], 404, "the first session was evicted");
+    assert_eq!(statuses[1], 202, "the second lives");
 }

@@ -89,6 +89,7 @@ pub struct Config {
     pub(super) hosts: Allow,
     pub(super) max_body: usize,
     pub(super) max_sessions: usize,
+    pub(super) max_sessions_per_peer: Option<usize>,
     pub(super) session_idle: Duration,
     pub(super) handshake_timeout: Duration,
     pub(super) max_requests_per_session: usize,
@@ -148,6 +149,7 @@ impl Config {
             hosts: Allow::Loopback,
             max_body: 4 << 20,
             max_sessions: 10_000,
+            max_sessions_per_peer: None,
             session_idle: Duration::from_secs(30 * 60),
             handshake_timeout: Duration::from_secs(10),
             max_requests_per_session: 1024,
@@ -231,6 +233,17 @@ impl Config {
     /// gets 503 with `Retry-After` only when every session is active.
     pub fn with_max_sessions(mut self, sessions: usize) -> Self {
         self.max_sessions = sessions;
+        self
+    }
+
+    /// The most sessions one peer address holds at once ([`PeerAddr`](super::PeerAddr),
+    /// which the driver puts in each request head); at the cap its idle session closest
+    /// to expiry is evicted, and with every one active its `initialize` gets 503. For a
+    /// server reached directly: behind a proxy every client has the proxy's address.
+    /// `None` (the default): no cap. With shards, each shard holds a peer to its share of
+    /// the cap (rounded up).
+    pub fn with_max_sessions_per_peer(mut self, sessions: Option<usize>) -> Self {
+        self.max_sessions_per_peer = sessions.map(|n| n.max(1));
         self
     }
 
@@ -375,6 +388,7 @@ impl Config {
     fn shard_share(mut self, count: usize) -> Self {
         if count > 1 {
             self.max_server_requests = self.max_server_requests.div_ceil(count);
+            self.max_sessions_per_peer = self.max_sessions_per_peer.map(|n| n.div_ceil(count));
             self.store = self
                 .store
                 .with_max_rings(self.store.max_rings().div_ceil(count))

@@ -74,3 +74,11 @@ impl RequestHandle {
         self.0
     }
 }
+
+/// The address of the peer that sent a request, for
+/// [`Config::with_max_sessions_per_peer`](super::Config::with_max_sessions_per_peer): a
+/// driver that knows it puts it in the request head's extensions
+/// (`parts.extensions.insert(PeerAddr(ip))`). Behind a proxy every client has the
+/// proxy's address, so leave that cap off there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PeerAddr(pub std::net::IpAddr);

@@ -10,7 +10,7 @@ use http::{Method, StatusCode};
 use super::Server;
 use super::check::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use super::config::{ResponseMode, SessionMode};
-use super::ids::{ExchangeId, RequestHandle, SessionId};
+use super::ids::{ExchangeId, PeerAddr, RequestHandle, SessionId};
 use super::output::{CloseReason, Era, Event, IncomingRequest, Transmit, error_body};
 use super::state::{Exchange, Handshake, OpenRequest, Phase, Route, Session, StreamKind};
 use crate::ProtocolVersion;
@@ -114,6 +114,7 @@ impl Server {
             }
         };
         let mut exchange = Exchange::new(route, era, now);
+        exchange.peer = head.extensions.get::<PeerAddr>().map(|p| p.0);
         exchange.session_header = match check::single(&head.headers, SESSION_ID) {
             Ok(Some(v)) => Some(self.session_ids.get(v).copied().ok_or(())),
             Ok(None) => None,
@@ -517,20 +518,42 @@ impl Server {
         if self.config.sessions == SessionMode::Stateless {
             return Ok((None, version));
         }
+        let s = self.mint_session(now, x, version, false)?;
+        Ok((Some(s), version))
+    }
+
+    /// A new session for exchange `x`, admitted to it: a place is made (evicting an idle
+    /// session at the bounds, [`make_session_place`](Self::make_session_place)), then an id
+    /// minted. Refused 503 when every session is active, overall or of this peer.
+    fn mint_session(
+        &mut self,
+        now: Instant,
+        x: u64,
+        version: ProtocolVersion,
+        legacy: bool,
+    ) -> Result<u64, Refuse> {
+        let peer = self.exchanges[&x].peer;
+        if !self.make_peer_place(peer) {
+            return Err(Refuse::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many sessions from this address",
+            )
+            .code(ErrorCode::INTERNAL_ERROR));
+        }
         if !self.make_session_place() {
             return Err(
                 Refuse::new(StatusCode::SERVICE_UNAVAILABLE, "too many sessions")
                     .code(ErrorCode::INTERNAL_ERROR),
             );
         }
-        let Some(s) = self.new_session(now, version, false) else {
+        let Some(s) = self.new_session(now, version, legacy, peer) else {
             self.give_back_session_place();
             return Err(no_session_id());
         };
         let e = self.exchanges.get_mut(&x).expect("exchange exists");
         e.session = Some(s);
         self.sessions.get_mut(&s).expect("new session").exchanges += 1;
-        Ok((Some(s), version))
+        Ok(s)
     }
 
     /// Creates a session with a fresh id from the entropy source.
@@ -539,6 +562,7 @@ impl Server {
         now: Instant,
         version: ProtocolVersion,
         legacy: bool,
+        peer: Option<std::net::IpAddr>,
     ) -> Option<u64> {
         // A repeat means a broken entropy source: never hand out one id twice, and never
         // spin on a source that repeats forever.
@@ -563,6 +587,9 @@ impl Server {
         })?;
         let s = self.id();
         self.session_ids.insert(wire.clone(), s);
+        if let Some(ip) = peer {
+            *self.peers.entry(ip).or_default() += 1;
+        }
         self.sessions.insert(
             s,
             Session {
@@ -571,6 +598,7 @@ impl Server {
                 version,
                 legacy,
                 initialized: !legacy,
+                peer,
                 handshake: if legacy {
                     Handshake::Complete
                 } else {
@@ -958,21 +986,11 @@ impl Server {
     /// The legacy HTTP+SSE stream: a session of its own, announced by the `endpoint`
     /// event (LEGACY-1, LEGACY-2).
     fn open_legacy(&mut self, now: Instant, x: u64) {
-        if !self.make_session_place() {
-            return self.refuse(
-                x,
-                Refuse::new(StatusCode::SERVICE_UNAVAILABLE, "too many sessions")
-                    .code(ErrorCode::INTERNAL_ERROR),
-            );
-        }
-        let Some(s) = self.new_session(now, ProtocolVersion::V2024_11_05, true) else {
-            self.give_back_session_place();
-            return self.refuse(x, no_session_id());
+        let s = match self.mint_session(now, x, ProtocolVersion::V2024_11_05, true) {
+            Ok(s) => s,
+            Err(refuse) => return self.refuse(x, refuse),
         };
-        let session = self.sessions.get_mut(&s).expect("new session");
-        session.exchanges += 1;
-        let wire = session.wire.clone();
-        self.exchanges.get_mut(&x).expect("exchange exists").session = Some(s);
+        let wire = self.sessions[&s].wire.clone();
         let t = self.new_stream(Some(s), StreamKind::Legacy);
         self.sessions.get_mut(&s).expect("new session").get = Some(t);
         self.stream_head(x);
@@ -1038,6 +1056,14 @@ impl Server {
         };
         self.give_back_session_place();
         self.session_ids.remove(&session.wire);
+        if let Some(ip) = session.peer
+            && let Some(n) = self.peers.get_mut(&ip)
+        {
+            *n -= 1;
+            if *n == 0 {
+                self.peers.remove(&ip);
+            }
+        }
         if let Some(at) = session.idle_timer {
             self.timers.remove(&(at, super::state::Timer::Idle(s)));
         }

@@ -122,7 +122,7 @@ use std::time::Instant;
 use bytes::BytesMut;
 
 pub use config::{Allow, Config, LegacyPaths, ResponseMode, SessionMode};
-pub use ids::{ExchangeId, RequestHandle, SessionId, StreamId};
+pub use ids::{ExchangeId, PeerAddr, RequestHandle, SessionId, StreamId};
 pub use output::{
     CloseReason, Delivery, Era, Event, IncomingRequest, Refusal, SendError, Target, Transmit,
 };
@@ -154,6 +154,8 @@ pub struct Server {
     sessions: BTreeMap<u64, Session>,
     // INVARIANT: `session_ids` maps exactly the `wire` of every session in `sessions`.
     session_ids: BTreeMap<Box<str>, u64>,
+    // INVARIANT: `peers` counts the sessions of each peer address, and holds no zero.
+    peers: BTreeMap<std::net::IpAddr, usize>,
     streams: BTreeMap<u64, Stream>,
     requests: BTreeMap<u64, OpenRequest>,
     // INVARIANT: `by_id` maps (scope, id) of exactly the entries of `requests`.
@@ -199,6 +201,7 @@ impl Server {
             exchanges: BTreeMap::new(),
             sessions: BTreeMap::new(),
             session_ids: BTreeMap::new(),
+            peers: BTreeMap::new(),
             streams: BTreeMap::new(),
             requests: BTreeMap::new(),
             by_id: BTreeMap::new(),
@@ -249,6 +252,7 @@ impl Server {
         self.exchanges.is_empty()
             && self.sessions.is_empty()
             && self.session_ids.is_empty()
+            && self.peers.is_empty()
             && self.streams.is_empty()
             && self.requests.is_empty()
             && self.by_id.is_empty()
@@ -434,15 +438,27 @@ impl Server {
         if self.take_session_place() {
             return true;
         }
-        self.evict_idle_session() && self.take_session_place()
+        self.evict_idle_session(None) && self.take_session_place()
     }
 
-    /// Closes the evictable session whose idle deadline comes first (see
+    /// Makes room for one more session of `peer` under
+    /// [`Config::with_max_sessions_per_peer`]: at its cap, the peer's idle session closest
+    /// to its expiry is evicted, as at the overall bound; `false` when every one of its
+    /// sessions is active. Always `true` without a cap or an address.
+    fn make_peer_place(&mut self, peer: Option<std::net::IpAddr>) -> bool {
+        let (Some(cap), Some(ip)) = (self.config.max_sessions_per_peer, peer) else {
+            return true;
+        };
+        self.peers.get(&ip).is_none_or(|&n| n < cap) || self.evict_idle_session(Some(ip))
+    }
+
+    /// Closes the evictable session whose idle deadline comes first, of peer `of` if
+    /// given (see
     /// [`make_session_place`](Self::make_session_place)); `false` if there is none. Walks
     /// the idle deadlines in order: each session without an open exchange has one, and a
     /// deadline found stale (the session was active since) is moved to where it belongs
     /// and met again later in the walk.
-    fn evict_idle_session(&mut self) -> bool {
+    fn evict_idle_session(&mut self, of: Option<std::net::IpAddr>) -> bool {
         use std::ops::Bound::{Excluded, Unbounded};
         let mut after: Option<(Instant, Timer)> = None;
         loop {
@@ -467,6 +483,7 @@ impl Server {
             if session.exchanges > 0
                 || session.open_requests > 0
                 || !session.server_requests.is_empty()
+                || of.is_some_and(|ip| session.peer != Some(ip))
             {
                 continue;
             }

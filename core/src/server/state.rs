@@ -80,6 +80,8 @@ pub(super) struct Exchange {
     /// When an awaiting POST turns into a stream, while its entry is in the timers (it is
     /// taken out as soon as a head is queued, so an answer given at once leaves none).
     pub(super) stream_after: Option<Instant>,
+    /// The peer's address, when the driver put one in the head ([`super::PeerAddr`]).
+    pub(super) peer: Option<std::net::IpAddr>,
 }
 
 impl Exchange {
@@ -106,6 +108,7 @@ impl Exchange {
             requests: Vec::new(),
             last_write: now,
             stream_after: None,
+            peer: None,
         }
     }
 }
@@ -133,6 +136,9 @@ pub(super) struct Session {
     pub(super) legacy: bool,
     /// `initialize` was received (a second one is refused, SESSION-11).
     pub(super) initialized: bool,
+    /// The address of the peer that made it, when the driver said
+    /// ([`PeerAddr`](super::PeerAddr)).
+    pub(super) peer: Option<std::net::IpAddr>,
     pub(super) handshake: Handshake,
     pub(super) last_active: Instant,
     /// The idle deadline in the timer index, if one is.
