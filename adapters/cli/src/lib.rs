@@ -20,6 +20,7 @@ use std::process::ExitCode;
 mod call;
 mod conformance;
 mod decode;
+mod log;
 mod serve;
 
 /// What `mcpwire serve` serves, to run in-process: its configuration for a command line

@@ -11,9 +11,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpwire::conn::Limits;
 use mcpwire::server::{Allow, Config, Event, LegacyPaths, ResponseMode, SessionMode};
 use mcpwire_tokio::app::{self, CallError, Tools, text_result};
-use mcpwire_tokio::server::{serve, serve_tls};
+use mcpwire_tokio::server::{ServeOptions, serve_tls_with, serve_with};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -36,7 +37,26 @@ Options:
   --poll-ms N          SEP-1699 polling: close a stream N ms after it opened (2025-11-25;
                        0: right after its priming event)
   --retry-ms N         the retry sent in priming events (default 1000; 0: at once)
-  --max-sessions N     sessions open at once, 1 or more; more get 503 (default 10000)
+  --max-sessions N     sessions open at once, 1 or more (default 10000); at the bound an
+                       idle session makes room, and with every one active 503
+  --max-sessions-per-peer N
+                       sessions one client address holds, 1 or more (default: no cap;
+                       not behind a proxy, where every client has its address)
+  --handshake-timeout-ms N
+                       a session whose client never comes back after initialize
+                       expires after N ms (default 10000)
+  --heartbeat-ms N|off a comment on a stream quiet for N ms (default 15000); keep it
+                       below a proxy's read timeout
+  --stream-after-ms N|off
+                       answer a request with no answer after N ms as an SSE stream
+                       (default 1000), so its head, then heartbeats, reach a proxy
+  --max-connections N  connections open at once, 1 or more (default 1024); at the bound
+                       the oldest idle one is closed for a new one
+  --header-timeout-ms N
+                       a request head must arrive within N ms of its first byte
+                       (default 10000)
+  --idle-timeout-ms N  a connection waiting for a request is closed after N ms
+                       (default 60000)
   --no-legacy          do not serve GET /sse and POST /messages
   --allow-origin O     accept this Origin (repeatable; default: loopback origins)
   --shards N           split the sessions between N cores, each behind its own lock
@@ -66,6 +86,8 @@ struct Options {
     shards: Option<usize>,
     /// `--tls-cert` and `--tls-key`, read: serve https.
     tls: Option<Arc<rustls::ServerConfig>>,
+    /// `--max-connections`, `--header-timeout-ms`, `--idle-timeout-ms`.
+    limits: Limits,
 }
 
 fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
@@ -79,6 +101,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
     let mut blocking = false;
     let mut shards = None;
     let (mut tls_cert, mut tls_key) = (None, None);
+    let mut limits = Limits::new();
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -115,13 +138,57 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
             }
             "--max-sessions" => {
                 let v = value("a count")?;
-                let n = v.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
-                    format!(
-                        "--max-sessions: '{v}' is not a count of 1 or more (the sessions open \
-                         at once; default 10000)"
-                    )
-                })?;
+                let n = count(&name, &v, "the sessions open at once; default 10000")?;
                 config = config.with_max_sessions(n);
+            }
+            "--max-sessions-per-peer" => {
+                let v = value("a count")?;
+                let n = count(
+                    &name,
+                    &v,
+                    "the sessions of one client address; default: no cap",
+                )?;
+                config = config.with_max_sessions_per_peer(Some(n));
+            }
+            "--max-connections" => {
+                let v = value("a count")?;
+                let n = count(&name, &v, "the connections open at once; default 1024")?;
+                limits = limits.with_max_connections(n);
+            }
+            "--handshake-timeout-ms" | "--header-timeout-ms" | "--idle-timeout-ms" => {
+                let v = value("milliseconds")?;
+                let ms = milliseconds(&name, &v)?;
+                if ms == 0 {
+                    return Err(BadUsage::Value(format!(
+                        "{name}: 0 would close everything at once; give milliseconds from 1"
+                    )));
+                }
+                let d = Duration::from_millis(ms);
+                match name.as_str() {
+                    "--handshake-timeout-ms" => config = config.with_handshake_timeout(d),
+                    "--header-timeout-ms" => limits = limits.with_header_timeout(d),
+                    _ => limits = limits.with_idle_timeout(d),
+                }
+            }
+            "--heartbeat-ms" | "--stream-after-ms" => {
+                let v = value("milliseconds or off")?;
+                let d = if v == "off" {
+                    None
+                } else {
+                    Some(Duration::from_millis(milliseconds(&name, &v)?))
+                };
+                config = if name == "--heartbeat-ms" {
+                    if d.is_some_and(|d| d.is_zero()) {
+                        return Err(BadUsage::Value(
+                            "--heartbeat-ms: 0 would send heartbeats without pause; give \
+                             milliseconds from 1, or off"
+                                .into(),
+                        ));
+                    }
+                    config.with_heartbeat(d)
+                } else {
+                    config.with_stream_after(d)
+                };
             }
             "--shards" => {
                 let v = value("a count")?;
@@ -190,7 +257,16 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
         blocking,
         shards,
         tls,
+        limits,
     }))
+}
+
+/// A count of `--NAME`: 1 or more.
+fn count(name: &str, v: &str, what: &str) -> Result<usize, String> {
+    v.parse()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| format!("{name}: '{v}' is not a count of 1 or more ({what})"))
 }
 
 /// The addresses of `--addr HOST:PORT`: an IP address (`127.0.0.1:8080`, `[::1]:8080`)
@@ -260,7 +336,7 @@ fn check_path(path: &str, legacy: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// The milliseconds of `--poll-ms` or `--retry-ms`: 0 (at once) to one day.
+/// The milliseconds of a `--…-ms` option: 0 to one day.
 fn milliseconds(name: &str, v: &str) -> Result<u64, String> {
     const DAY_MS: u64 = 24 * 60 * 60 * 1000;
     v.parse()
@@ -415,14 +491,19 @@ async fn run(options: Options) -> ExitCode {
         Box::new(mcpwire::OsEntropy),
         Arc::new(Logged(handler)),
     );
+    let serving = ServeOptions::new()
+        .with_limits(options.limits)
+        .with_log(Arc::new(|line: &str| {
+            crate::log::line(format!("{PROG}: {line}"))
+        }));
     let served = match options.tls {
         Some(tls) => {
             eprintln!("{PROG}: listening on https://{addr}{path}");
-            tokio::spawn(serve_tls(listener, tls, service.clone()))
+            tokio::spawn(serve_tls_with(listener, tls, service.clone(), serving))
         }
         None => {
             eprintln!("{PROG}: listening on http://{addr}{path}");
-            tokio::spawn(serve(listener, service.clone()))
+            tokio::spawn(serve_with(listener, service.clone(), serving))
         }
     };
     tokio::select! {
@@ -514,20 +595,20 @@ fn cannot_listen(options: &Options, e: &std::io::Error) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// One log line per session event.
+/// One log line per session event, through the log queue (never waiting for stderr).
 fn log(event: &Event) {
     match event {
         Event::Request(r) if r.method() == "initialize" => {
             if let Some(s) = r.session() {
-                eprintln!(
+                crate::log::line(format!(
                     "{PROG}: session {s} opened ({}, {:?})",
                     r.version(),
                     r.era()
-                );
+                ));
             }
         }
         Event::SessionClosed { session, reason } => {
-            eprintln!("{PROG}: session {session} closed ({reason:?})");
+            crate::log::line(format!("{PROG}: session {session} closed ({reason:?})"));
         }
         _ => {}
     }
@@ -602,5 +683,67 @@ mod tests {
         );
         assert!(options.addrs[0].is_ipv4(), "{:?}", options.addrs);
         assert_eq!(options.addr_text, "localhost:8080");
+    }
+
+    fn refused(args: &[&str]) -> String {
+        let args: Vec<OsString> = args.iter().map(Into::into).collect();
+        match parse(&args) {
+            Err(bad) => bad.message().to_owned(),
+            Ok(options) => panic!("{args:?} accepted: {options:?}"),
+        }
+    }
+
+    #[test]
+    fn the_network_options_take_their_values_and_refuse_nonsense() {
+        let args: Vec<OsString> = [
+            "--heartbeat-ms",
+            "off",
+            "--stream-after-ms",
+            "250",
+            "--max-connections",
+            "7",
+            "--header-timeout-ms",
+            "1500",
+            "--idle-timeout-ms",
+            "2500",
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
+        let options = parse(&args).unwrap().unwrap();
+        assert_eq!(options.limits.max_connections(), 7);
+        assert_eq!(options.limits.header_timeout(), Duration::from_millis(1500));
+        assert_eq!(options.limits.idle_timeout(), Duration::from_millis(2500));
+        for (args, says) in [
+            (
+                &["--heartbeat-ms", "0"][..],
+                "give milliseconds from 1, or off",
+            ),
+            (&["--heartbeat-ms", "soon"][..], "is not milliseconds"),
+            (&["--stream-after-ms", "-1"][..], "is not milliseconds"),
+            (
+                &["--max-connections", "0"][..],
+                "is not a count of 1 or more",
+            ),
+            (
+                &["--max-sessions-per-peer", "0"][..],
+                "is not a count of 1 or more",
+            ),
+            (
+                &["--header-timeout-ms", "0"][..],
+                "would close everything at once",
+            ),
+            (
+                &["--idle-timeout-ms", "0"][..],
+                "would close everything at once",
+            ),
+            (
+                &["--handshake-timeout-ms", "0"][..],
+                "would close everything at once",
+            ),
+        ] {
+            let message = refused(args);
+            assert!(message.contains(says), "{args:?}: {message}");
+        }
     }
 }
