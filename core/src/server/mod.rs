@@ -27,7 +27,7 @@
 //! use mcpwire::server::{Config, Event, Server, Transmit};
 //! use mcpwire::jsonrpc::RawJson;
 //!
-//! let mut server = Server::new(Config::new(), Box::new(|b: &mut [u8]| b.fill(7)));
+//! let mut server = Server::new(Config::new(), Box::new(mcpwire::OsEntropy));
 //! let now = Instant::now();
 //! let head = http::Request::post("/mcp")
 //!     .header("host", "127.0.0.1:8080")
