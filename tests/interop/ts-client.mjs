@@ -11,6 +11,11 @@
 //                     the result
 //         legacy      SSEClientTransport (HTTP+SSE, 2024-11-05): the endpoint event, then
 //                     initialize, tools/list, echo, slow_count with progress over POSTs
+//         drop        streamable, but the slow_count stream dies after its second
+//                     progress event as a NAT timeout kills it: the client sees an error
+//                     and the socket stays open, so the server still believes it alive
+//                     (RESUME-14). The SDK resumes with GET + Last-Event-ID at once; the
+//                     server must answer 200 (never 409) with the rest, every step once
 //
 // Asserts with node:assert; prints one JSON line of results on stdout and exits 0, or
 // prints the failure on stderr and exits 1. Gives up after 20 s (exit 3).
@@ -23,8 +28,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 
 const [urlArg, mode] = process.argv.slice(2);
-if (urlArg === undefined || !['streamable', 'polling', 'legacy'].includes(mode)) {
-    console.error('usage: node ts-client.mjs URL streamable|polling|legacy');
+if (urlArg === undefined || !['streamable', 'polling', 'legacy', 'drop'].includes(mode)) {
+    console.error('usage: node ts-client.mjs URL streamable|polling|legacy|drop');
     process.exit(2);
 }
 const url = new URL(urlArg);
@@ -49,8 +54,39 @@ const recordingFetch = async (input, init = {}) => {
     const response = await fetch(input, init);
     entry.status = response.status;
     entry.contentType = response.headers.get('content-type') ?? undefined;
+    const slowCount = typeof init.body === 'string' && init.body.includes('"slow_count"');
+    if (mode === 'drop' && slowCount && response.body && !dropped) {
+        dropped = true;
+        return silentlyDying(response, entry);
+    }
     return response;
 };
+
+// The slow_count stream, dying after its second progress event: the reader gets an
+// error, and the socket under it is left open and unread (never cancelled), as a
+// connection killed by a NAT timeout is left on the server's side.
+let dropped = false;
+function silentlyDying(response, entry) {
+    const upstream = response.body.getReader();
+    const decoder = new TextDecoder();
+    let seen = '';
+    const body = new ReadableStream({
+        async pull(controller) {
+            const { value, done } = await upstream.read();
+            if (done) {
+                controller.close();
+                return;
+            }
+            controller.enqueue(value);
+            seen += decoder.decode(value, { stream: true });
+            if ((seen.match(/notifications\/progress/g) ?? []).length >= 2) {
+                entry.dropped = true;
+                controller.error(new TypeError('network connection lost (simulated)'));
+            }
+        }
+    });
+    return new Response(body, { status: response.status, headers: response.headers });
+}
 
 const errors = [];
 let negotiated;
@@ -94,7 +130,9 @@ async function main() {
     const n = 4;
     // In polling mode the steps are three retry intervals apart, so the client is back
     // before the first one exists: resumes that have nothing to replay yet happen.
-    const delay_ms = mode === 'polling' ? 150 : 60;
+    // In drop mode the call outlives the drop by more than the `retry` (1 s) the client waits
+    // before it resumes: the server still holds the dead connection then.
+    const delay_ms = mode === 'polling' ? 150 : mode === 'drop' ? 1000 : 60;
     const progress = [];
     const tokens = [];
     const first = received.length;
@@ -180,7 +218,7 @@ async function main() {
         assert.ok(tokens.length >= 1, 'the tools/call stream carried event ids');
         const resumes = exchanges.filter(e => e.method === 'GET' && tokens.includes(e.lastEventId));
         result.resumes = resumes.length;
-        if (mode === 'polling') {
+        if (mode === 'polling' || mode === 'drop') {
             assert.ok(resumes.length >= 1, 'the client resumed the tools/call stream with Last-Event-ID');
             for (const r of resumes) {
                 assert.equal(r.status, 200, 'a resume is answered with a stream');
@@ -188,8 +226,18 @@ async function main() {
         } else {
             assert.equal(resumes.length, 0, 'nothing closed the stream early');
         }
-        assert.deepEqual(errors, [], 'no transport errors');
-        assert.deepEqual(clientErrors, [], 'no client errors');
+        if (mode === 'drop') {
+            assert.ok(exchanges.some(e => e.dropped), 'the stream was dropped');
+            const other = errors.filter(e => !e.includes('simulated'));
+            assert.deepEqual(other, [], 'no transport errors but the drop');
+        } else {
+            assert.deepEqual(errors, [], 'no transport errors');
+        }
+        assert.deepEqual(
+            clientErrors.filter(e => !(mode === 'drop' && e.includes('simulated'))),
+            [],
+            'no client errors'
+        );
 
         const sessionId = transport.sessionId;
         assert.ok(sessionId, 'a session id');

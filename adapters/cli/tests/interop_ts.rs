@@ -300,6 +300,24 @@ fn resume_9_ts_streamable_client_resumes_through_serve_polling_closes() {
     }
 }
 
+/// RESUME-14: the SDK's Streamable HTTP client loses the `slow_count` stream after two
+/// progress steps, as a connection killed by a NAT or proxy timeout: its reader gets an
+/// error, and the socket is left open and unread, so the server still believes it alive.
+/// The SDK resumes at once with GET + `Last-Event-ID`; the server takes the stream over
+/// (200, never 409) and the call ends with every step once and its result. On both
+/// adapters (before RESUME-14, the blocking server answered 409 every time and the call
+/// hung to its timeout).
+#[test]
+fn resume_14_ts_streamable_client_resumes_a_silently_dead_stream() {
+    for adapter in ADAPTERS {
+        let server = start_on(adapter, &[]);
+        let got = ts_client(&format!("http://{}/mcp", server.addr), "drop");
+        assert!(got["resumes"].as_u64() >= Some(1), "{adapter:?} {got}");
+        assert_eq!(got["progress"], 4, "{adapter:?} {got}");
+        assert_eq!(got["wireProgress"], 4, "{adapter:?} {got}");
+    }
+}
+
 /// The SDK's legacy SSE client against `mcpwire serve`'s `GET /sse`: the `endpoint` event
 /// resolved against the SSE URL (same origin), every message POSTed to `/messages` and
 /// answered 202, the responses and every progress notification on the SSE stream, in
