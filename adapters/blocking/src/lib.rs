@@ -8,8 +8,10 @@
 //!   stdin, a `TcpStream`, an HTTP client's body reader), as an iterator of
 //!   [`Item`]s.
 //! - [`SseWriter`]: SSE frames written to any [`std::io::Write`], flushed one by one.
-//! - [`server`]: an MCP server on `tiny_http`, a fixed pool of worker threads over one
-//!   core; [`app`]: a handler per request on threads of its own, and a typed tool table.
+//! - [`server`]: an MCP server with an HTTP/1.1 server of its own on `std::net`
+//!   (heads parsed by `httparse`, idle connections held by one poller thread, a fixed
+//!   pool of worker threads over one core, connections bounded and timed); [`app`]: a
+//!   handler per request on threads of its own, and a typed tool table.
 //! - [`client`]: an MCP client on `ureq`, a thread per HTTP exchange over one core.
 //!
 //! # Example

@@ -1,12 +1,15 @@
 //! The server side: one [`mcpwire::server::Server`] driven by blocking threads over
-//! [`tiny_http`], with no async runtime.
+//! `std::net`, with an HTTP/1.1 server of its own (heads parsed by `httparse`), no async
+//! runtime, and a bounded number of threads whatever the peers do.
 //!
 //! The adapter moves bytes and time, and nothing else: request heads and body reads go
 //! into the core, the core's transmits come out as the response head and body, its
 //! deadlines drive one timer thread, and its events go to the application through a
 //! sink called in place. Every status code, header, stream and session decision is the
 //! core's; the adapter's own answers are about its capacity (503 when every worker is
-//! busy) and about HTTP it could not hand to the core (400 for a head `http` rejects).
+//! busy or every connection is) and about HTTP it could not hand to the core (431 for a
+//! head over [`ServeOptions::with_max_head`], 400 with a JSON-RPC error for a head or a
+//! body framing it cannot read).
 //!
 //! # Example
 //!
@@ -25,8 +28,7 @@
 //!     |_: &Call, args: Value| Ok(text_result(args["text"].as_str().unwrap_or_default())),
 //! );
 //! let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-//! // Session ids come from this: use a cryptographically secure source in production.
-//! let entropy = Box::new(|b: &mut [u8]| b.fill(7));
+//! let entropy = Box::new(mcpwire::OsEntropy);
 //! let handle = serve(listener, Config::new(), entropy, Arc::new(tools), ServeOptions::new())?;
 //! println!("serving MCP on http://{}/mcp", handle.local_addr());
 //! assert!(handle.shutdown(Duration::from_secs(5)));
@@ -35,17 +37,38 @@
 //!
 //! # Threads
 //!
-//! - **tiny_http's**: it accepts connections and parses request heads on threads of its
-//!   own (one per connection, unbounded) and queues the requests (unbounded).
-//! - **The acceptor** takes each request from tiny_http and hands it to an idle worker.
-//!   The hand-off is bounded: a request is queued only when it can reserve a free
-//!   worker, so it is picked up at once; when every worker is busy it is
-//!   answered **503 with `Retry-After`** on the spot rather than left waiting.
+//! Their number is set by the [`ServeOptions`]: the acceptor, the poller, the timer,
+//! [`with_workers`](ServeOptions::with_workers) workers and
+//! [`with_handlers`](ServeOptions::with_handlers) handler threads (the
+//! [`app`](crate::app) layer's). No peer can make more.
+//!
+//! - **The acceptor** accepts connections and admits each through a
+//!   [`mcpwire::conn::Connections`] table (the policy the tokio server runs too): at
+//!   [`with_max_connections`](ServeOptions::with_max_connections), the oldest connection
+//!   not busy (new, idle between requests, or still sending its head) is closed to make
+//!   room; only when every connection is busy is the new one refused (a best-effort
+//!   `503` with `Retry-After` and `Connection: close`). An accept error never stops it:
+//!   out of file descriptors (`EMFILE`, `ENFILE`) it closes the oldest connection not
+//!   busy to free one, logs, and pauses 10 ms (50 ms when it had none to close); any
+//!   other error is logged, with the same pause.
+//! - **The poller** (`mio`, private) holds every connection not being served: new ones,
+//!   idle keep-alive ones and those still sending a head. It reads what is ready into
+//!   the connection's head buffer (at most [`with_max_head`](ServeOptions::with_max_head)
+//!   bytes: beyond, `431` and the connection closed), starts the header deadline at the
+//!   head's first byte, and hands a complete head to a free worker, or answers it `503`
+//!   with `Retry-After` at once when every worker is busy. It closes what the table gives
+//!   up: a head not complete within the header timeout (slowloris), a connection waiting
+//!   longer than the idle timeout for a request. A slow or idle peer holds a few KiB and
+//!   a file descriptor, never a thread. It also watches the socket of each stream being
+//!   served (on Unix): when its client closes its side, the worker is woken, tells the
+//!   core ([`Server::handle_disconnect`]) and is free at once, without waiting for a
+//!   heartbeat to fail.
 //! - **Workers**, a fixed pool ([`ServeOptions::with_workers`]): one serves one request
-//!   from its head to the end of its response. A long-lived SSE stream (a session's GET
-//!   stream, above all) holds its worker for its whole life, so size the pool for the
-//!   streams you expect to be open at once plus the POSTs in flight (the default, 64,
-//!   is meant for a few dozen clients with a GET stream each).
+//!   from its head to the end of its response, then gives a keep-alive connection back
+//!   to the poller. A long-lived SSE stream (a session's GET stream, above all) holds
+//!   its worker for its whole life, so size the pool for the streams you expect to be
+//!   open at once plus the POSTs in flight (the default, 64, is meant for a few dozen
+//!   clients with a GET stream each).
 //! - **The timer**: sleeps until [`Server::poll_timeout`], or until an input moved it
 //!   earlier, and then calls [`Server::handle_timeout`] (heartbeats, SEP-1699 polling
 //!   closes and session expiry all come out of the core this way).
@@ -60,12 +83,13 @@
 //! [`Condvar`] (used only with the core's mutex): a worker whose exchange has nothing to
 //! send records itself as sleeping on that exchange and waits on its condvar, and the
 //! pump signals exactly that worker. Checking for frames and starting to wait happen
-//! under the one lock, so no wake-up is lost.
+//! under the one lock, so no wake-up is lost. The connection table has a lock of its
+//! own, never held with the core's; the log hook is called with neither held.
 //!
 //! Body bytes are pulled from the core as the connection takes them: a worker takes the
 //! frames ready now (at most [`BATCH_BYTES`] at a time), writes them outside the lock,
-//! flushes, and only then takes more. A slow reader's bytes therefore stay in the core,
-//! which bounds them ([`Config::with_max_unsent`](mcpwire::server::Config::with_max_unsent)).
+//! and only then takes more. A slow reader's bytes therefore stay in the core, which
+//! bounds them ([`Config::with_max_unsent`](mcpwire::server::Config::with_max_unsent)).
 //!
 //! Events are dispatched as the tokio adapter's are: queued in the core's order, and
 //! whichever thread queued some and finds no dispatch running becomes the dispatcher and
@@ -73,53 +97,64 @@
 //! must not block: the [`app`](crate::app) layer answers `initialize` and `ping` there
 //! and hands every other request to its own pool of handler threads.
 //!
-//! # Writing a response
+//! # Requests and responses
 //!
-//! A head that carries `Content-Length` (the core's JSON answers), or one followed at
-//! once by the end, is answered through tiny_http's `respond` with a known length. Any
-//! other (an SSE stream) is written through the request's raw writer: the status line
-//! and headers by tiny_http (`Transfer-Encoding: chunked`, no body), then each batch of
-//! frames as chunks by [`chunked_transfer::Encoder`] and a flush of the socket writer.
-//! tiny_http's own chunked path would hold frames in an 8 KiB buffer until the end.
-//! When a write fails the client is gone: the core is told
-//! ([`Server::handle_disconnect`]), and the chunked terminator is *not* written, so a
-//! cut stream never looks like a complete one.
+//! - A request body is read with `Content-Length` or chunked framing, each read waiting
+//!   at most the header timeout, and fed to the core as it comes (after a
+//!   `100 Continue` when the client asked for one). When the core answers
+//!   before the body's end (a `413` for a body over its limit, above all), the answer is
+//!   written with `Connection: close` and the rest of the body is never read: the
+//!   connection is closed (after a short bounded drain, so the answer is not lost to a
+//!   reset).
+//! - A response head that carries `Content-Length` (the core's JSON answers), or one
+//!   followed at once by the end, is written with its length. Any other (an SSE stream)
+//!   is written chunked, each batch of frames flushed as it is taken (to an HTTP/1.0
+//!   client: unframed, ended by the close). When a write fails, or does not finish
+//!   within [`ServeOptions::with_write_timeout`], the client is gone: the core is told
+//!   ([`Server::handle_disconnect`]), and the chunked terminator is *not* written, so a
+//!   cut stream never looks like a complete one. [`Transmit::Abort`] (RESUME-14: a
+//!   resume took the stream over) shuts the connection down the same way.
+//! - After a complete response the connection is kept for the next request (HTTP/1.1
+//!   unless `Connection: close`; HTTP/1.0 with `Connection: keep-alive`) and goes back
+//!   to the poller; otherwise it is closed.
 //!
-//! # Limits of tiny_http
+//! # Limits
 //!
-//! - A client that goes away from a quiet stream is noticed only when a write to it
-//!   fails, at the next heartbeat or the one after
-//!   ([`Config::with_heartbeat`](mcpwire::server::Config::with_heartbeat), 15 s by
-//!   default): until then it holds its worker (tiny_http gives no access to the socket
-//!   to watch it for the peer's close).
+//! - A client whose connection dies silently (no FIN, no RST: a NAT or a phone changing
+//!   networks) under a quiet stream is noticed only when a write to it fails, at a
+//!   heartbeat ([`Config::with_heartbeat`](mcpwire::server::Config::with_heartbeat), 15 s
+//!   by default) or at the write timeout; until then it holds its worker. (Off Unix, a
+//!   clean close is noticed that way too.) A client that shuts down its sending side
+//!   while it still reads a stream (rare in HTTP) is taken for gone.
 //! - A client that stops reading blocks its worker in `write` until the write timeout
-//!   ([`ServeOptions::with_write_timeout`]) passes. The core bounds the bytes queued
-//!   for it meanwhile. The abandoned connection itself stays open until the client
-//!   closes it (tiny_http gives no way to close it).
-//! - The unread rest of a refused request's body (a 413, a 503) is read and dropped by
-//!   tiny_http when the request is dropped, on the thread that answered it; one
-//!   declared longer than [`DROP_SAFE_BYTES`] is leaked unanswered instead, since
-//!   tiny_http would allocate all of it at once (and abort the process on failing to).
-//! - A streamed response is always HTTP/1.1 chunked, even to an HTTP/1.0 client.
-//! - Idle keep-alive connections keep their tiny_http thread until the client closes.
+//!   passes; the core bounds the bytes queued for it meanwhile.
+//! - Requests on one connection are served one after the other (pipelined requests
+//!   wait for the previous response).
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{self, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mcpwire::Entropy;
-use mcpwire::server::{Config, Event, ExchangeId, Server, Transmit};
+use mcpwire::conn::{ConnId, Connections, Limits, Opened, Stats};
+use mcpwire::server::{Config, Event, ExchangeId, PeerAddr, Server, Transmit};
 
 /// At most this many body bytes are taken from the core for one write and flush.
 pub const BATCH_BYTES: usize = 64 << 10;
 
-/// How the adapter runs: threads and sockets. The protocol's policies are the core's
-/// [`Config`].
-#[derive(Clone, Debug)]
+/// A log hook: called with one line for each thing worth a line (an accept error and
+/// what was done about it; connections refused, shed or timed out, counted, at powers of
+/// two). It is called with no lock held, on the acceptor's or the poller's thread: it
+/// must not block for long.
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How the adapter runs: threads, sockets and connections. The protocol's policies are
+/// the core's [`Config`].
+#[derive(Clone)]
 #[must_use]
 pub struct ServeOptions {
     workers: usize,
@@ -130,12 +165,16 @@ pub struct ServeOptions {
     write_timeout: Option<Duration>,
     read_size: usize,
     grace: Duration,
+    limits: Limits,
+    max_head: usize,
+    log: Option<Log>,
 }
 
 impl ServeOptions {
     /// The defaults: 64 workers, 8 handler threads with 1,024 queued calls, `Retry-After:
-    /// 1` on a busy 503, `TCP_NODELAY` on, a 30 s write timeout, 16 KiB body reads, and
-    /// a 5 s grace when a [`Handle`] is dropped.
+    /// 1` on a busy 503, `TCP_NODELAY` on, a 30 s write timeout, 16 KiB body reads, a 5 s
+    /// grace when a [`Handle`] is dropped, [`Limits::new`] (1,024 connections, 10 s for a
+    /// head once begun, 60 s idle), heads of at most 16 KiB, and no log.
     pub fn new() -> Self {
         Self {
             workers: 64,
@@ -146,13 +185,16 @@ impl ServeOptions {
             write_timeout: Some(Duration::from_secs(30)),
             read_size: 16 << 10,
             grace: Duration::from_secs(5),
+            limits: Limits::new(),
+            max_head: 16 << 10,
+            log: None,
         }
     }
 
-    /// The number of worker threads (at least 1): the most requests served at once, open
+    /// The number of worker threads (1 to 65,536): the most requests served at once, open
     /// SSE streams included (see the [module docs](self)).
     pub fn with_workers(mut self, workers: usize) -> Self {
-        self.workers = workers.max(1);
+        self.workers = workers.clamp(1, 1 << WORKER_BITS);
         self
     }
 
@@ -172,18 +214,17 @@ impl ServeOptions {
         self
     }
 
-    /// Whether accepted sockets have `TCP_NODELAY` (set on the listener, which Linux
-    /// accepted sockets inherit). Without it a small response can wait for the client's
-    /// delayed ACK.
+    /// Whether accepted sockets have `TCP_NODELAY`. Without it a small response can wait
+    /// for the client's delayed ACK.
     pub fn with_nodelay(mut self, nodelay: bool) -> Self {
         self.nodelay = nodelay;
         self
     }
 
-    /// How long one write to a client may block (`SO_SNDTIMEO`, set on the listener,
-    /// which Linux accepted sockets inherit; `None` or zero: forever). A client that
-    /// stops reading then frees its worker when the timeout passes: its connection is
-    /// abandoned and the core told, as for a client that went away.
+    /// How long one write to a client may block (`SO_SNDTIMEO`; `None` or zero:
+    /// forever). A client that stops reading then frees its worker when the timeout
+    /// passes: its connection is closed and the core told, as for a client that went
+    /// away.
     pub fn with_write_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.write_timeout = timeout.filter(|t| !t.is_zero());
         self
@@ -201,6 +242,49 @@ impl ServeOptions {
         self
     }
 
+    /// The connection bound and deadlines, all at once (see the three below).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The most connections open at once (at least 1; [`Limits::with_max_connections`]):
+    /// at the bound the oldest connection not busy is closed to make room, and a new one
+    /// is refused only when every connection is busy. Keep it below the process's file
+    /// descriptor limit.
+    pub fn with_max_connections(mut self, connections: usize) -> Self {
+        self.limits = self.limits.with_max_connections(connections);
+        self
+    }
+
+    /// How long a request head may take from its first byte to its end
+    /// ([`Limits::with_header_timeout`]); also the longest one read of a request body
+    /// may wait.
+    pub fn with_header_timeout(mut self, timeout: Duration) -> Self {
+        self.limits = self.limits.with_header_timeout(timeout);
+        self
+    }
+
+    /// How long a connection may wait for a request, new or kept alive
+    /// ([`Limits::with_idle_timeout`]).
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.limits = self.limits.with_idle_timeout(timeout);
+        self
+    }
+
+    /// The largest request head, in bytes (at least 256); a longer one is answered 431
+    /// and its connection closed.
+    pub fn with_max_head(mut self, bytes: usize) -> Self {
+        self.max_head = bytes.max(256);
+        self
+    }
+
+    /// Where log lines go (see [`Log`]).
+    pub fn with_log(mut self, log: Log) -> Self {
+        self.log = Some(log);
+        self
+    }
+
     /// The number of worker threads.
     pub fn workers(&self) -> usize {
         self.workers
@@ -215,11 +299,40 @@ impl ServeOptions {
     pub fn queue(&self) -> usize {
         self.queue
     }
+
+    /// The connection bound and deadlines.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The most threads the server runs: the acceptor, the poller, the timer, the
+    /// workers and the handler threads ([`serve`]'s; [`start`] has none).
+    pub fn max_threads(&self) -> usize {
+        3 + self.workers + self.handlers
+    }
 }
 
 impl Default for ServeOptions {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+impl std::fmt::Debug for ServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeOptions")
+            .field("workers", &self.workers)
+            .field("handlers", &self.handlers)
+            .field("queue", &self.queue)
+            .field("retry_after", &self.retry_after)
+            .field("nodelay", &self.nodelay)
+            .field("write_timeout", &self.write_timeout)
+            .field("read_size", &self.read_size)
+            .field("grace", &self.grace)
+            .field("limits", &self.limits)
+            .field("max_head", &self.max_head)
+            .field("log", &self.log.is_some())
+            .finish()
     }
 }
 
@@ -235,6 +348,17 @@ struct Core {
     timer_at: Option<Instant>,
     /// Set when the adapter stops: every wait ends.
     stopped: bool,
+    /// Each worker's watch on the client of the stream it serves (see [`Shared::watch`]).
+    watches: Box<[Watch]>,
+}
+
+/// A worker's watch on its stream's client.
+#[derive(Clone, Copy, Default)]
+struct Watch {
+    /// Counts the watches, so that an event for an earlier one is told apart.
+    generation: usize,
+    /// The poller saw the client close its side.
+    gone: bool,
 }
 
 impl Core {
@@ -263,13 +387,51 @@ struct Dispatch {
     sink: Option<Sink>,
 }
 
+/// A connection with a complete request head, handed to a worker.
+struct Job {
+    stream: TcpStream,
+    id: ConnId,
+    /// The bytes read so far: the head (`head_len` bytes), then whatever followed it.
+    buf: Vec<u8>,
+    head_len: usize,
+}
+
 /// Requests handed to the workers, and how many workers are free.
 struct Pool {
-    queue: VecDeque<tiny_http::Request>,
+    queue: VecDeque<Job>,
     /// Workers neither serving a request nor reserved for a queued one: every worker
     /// at the start, one less per hand-off, one more when a worker finishes a request.
     /// So a request is queued only when a worker is bound to take it.
     idle: usize,
+    stopping: bool,
+}
+
+/// A connection for the poller to hold.
+struct Parked {
+    stream: TcpStream,
+    id: ConnId,
+    /// Bytes already read (the start of the next request).
+    buf: Vec<u8>,
+    /// Answered with `Connection: close` and shut down for writing: what comes is read
+    /// and dropped (at most [`DRAIN_BYTES`]) until the peer's end, then it is closed.
+    drain: bool,
+}
+
+/// What the poller is told to do, in order.
+enum Cmd {
+    /// Hold this connection.
+    Park(Parked),
+    /// Close this connection (shed, or expired), if it holds it.
+    Kill(ConnId),
+}
+
+/// The connection table and the poller's inbox, under one lock (so a connection given
+/// back to the poller is always parked before it can be shed).
+struct Net {
+    conns: Connections,
+    inbox: Vec<Cmd>,
+    /// The counts the last log line told.
+    reported: Stats,
     stopping: bool,
 }
 
@@ -283,6 +445,150 @@ struct Shared {
     pool: Mutex<Pool>,
     /// Woken when a request is queued for the workers, and at stop.
     work: Condvar,
+    net: Mutex<Net>,
+    /// Wakes the poller: its inbox has something, or the adapter stops.
+    poller: mio::Waker,
+    /// The poller's registry, for the workers' watches.
+    registry: mio::Registry,
+    log: Option<Log>,
+}
+
+/// The unread bytes a connection being closed may still send before it is closed
+/// anyway; reading them first lets the peer see the last answer rather than a reset.
+const DRAIN_BYTES: usize = 256 << 10;
+
+impl Shared {
+    fn net(&self) -> MutexGuard<'_, Net> {
+        lock(&self.net)
+    }
+
+    fn log(&self, line: &str) {
+        if let Some(log) = &self.log {
+            log(line);
+        }
+    }
+
+    /// Tells the log about connections given up, when their counts call for a line.
+    fn report(&self) {
+        let line = {
+            let mut net = self.net();
+            let now = net.conns.stats();
+            let line = now.log_line(&net.reported);
+            net.reported = now;
+            line
+        };
+        if let Some(line) = line {
+            self.log(&line);
+        }
+    }
+
+    /// Hands `cmd` to the poller.
+    fn tell_poller(&self, net: MutexGuard<'_, Net>, cmds: impl IntoIterator<Item = Cmd>) {
+        let mut net = net;
+        net.inbox.extend(cmds);
+        drop(net);
+        let _ = self.poller.wake();
+    }
+
+    /// A served connection goes back to the poller for its next request.
+    fn park(&self, stream: TcpStream, id: ConnId, buf: Vec<u8>) {
+        let now = Instant::now();
+        let mut net = self.net();
+        net.conns.idle(id, now);
+        let parked = Parked {
+            stream,
+            id,
+            buf,
+            drain: false,
+        };
+        self.tell_poller(net, [Cmd::Park(parked)]);
+    }
+
+    /// A served connection that must end: answered, shut down for writing, then
+    /// drained a little by the poller and closed.
+    fn linger(&self, stream: TcpStream, id: ConnId) {
+        let _ = stream.shutdown(Shutdown::Write);
+        let now = Instant::now();
+        let mut net = self.net();
+        // No longer busy: it can be shed, and it expires at the idle timeout.
+        net.conns.idle(id, now);
+        let parked = Parked {
+            stream,
+            id,
+            buf: Vec::new(),
+            drain: true,
+        };
+        self.tell_poller(net, [Cmd::Park(parked)]);
+    }
+
+    /// Has the poller watch the client of the stream worker `me` serves on `stream`: when
+    /// it closes its side, the worker is woken and ends the stream (the core told at
+    /// once, not at the next heartbeat). Whether the watch is on.
+    fn watch(&self, me: usize, stream: &TcpStream) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            let generation = {
+                let mut core = self.core();
+                let watch = &mut core.watches[me];
+                watch.generation = watch.generation.wrapping_add(1);
+                watch.gone = false;
+                watch.generation
+            };
+            let mask = (WATCHED - 1) >> WORKER_BITS;
+            let token = WATCHED | ((generation & mask) << WORKER_BITS) | me;
+            let fd = stream.as_raw_fd();
+            self.registry
+                .register(
+                    &mut mio::unix::SourceFd(&fd),
+                    mio::Token(token),
+                    mio::Interest::READABLE,
+                )
+                .is_ok()
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (me, stream);
+            false
+        }
+    }
+
+    /// Ends worker `me`'s watch (before its stream is closed or parked).
+    fn unwatch(&self, me: usize, stream: &TcpStream) {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            let fd = stream.as_raw_fd();
+            let _ = self.registry.deregister(&mut mio::unix::SourceFd(&fd));
+        }
+        let _ = stream;
+        let mut core = self.core();
+        let watch = &mut core.watches[me];
+        watch.generation = watch.generation.wrapping_add(1);
+        watch.gone = false;
+    }
+
+    /// The poller saw the client of watch `token` close its side: its worker is woken,
+    /// unless the watch is over.
+    fn client_gone(&self, token: usize) {
+        let me = token & ((1 << WORKER_BITS) - 1);
+        let mask = (WATCHED - 1) >> WORKER_BITS;
+        let generation = (token & !WATCHED) >> WORKER_BITS;
+        let mut core = self.core();
+        let Some(watch) = core.watches.get_mut(me) else {
+            return;
+        };
+        if watch.generation & mask == generation {
+            watch.gone = true;
+            self.wake[me].notify_one();
+        }
+    }
+
+    /// A served connection is closed now.
+    fn close(&self, stream: TcpStream, id: ConnId) {
+        drop(stream);
+        self.net().conns.close(id);
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -384,7 +690,7 @@ impl Shared {
                 core.sleeping.remove(&x);
                 return Some(batch);
             }
-            if core.stopped {
+            if core.stopped || core.watches[me].gone {
                 core.sleeping.remove(&x);
                 return None;
             }
@@ -453,9 +759,11 @@ impl Driver {
 /// as [`shutdown`](Self::shutdown) does, with the grace of its [`ServeOptions`].
 pub struct Handle {
     driver: Driver,
-    http: Arc<tiny_http::Server>,
     addr: SocketAddr,
+    /// Wakes the acceptor (at stop).
+    accept_waker: Arc<mio::Waker>,
     acceptor: Option<JoinHandle<()>>,
+    poller: Option<JoinHandle<()>>,
     timer: Option<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
     grace: Duration,
@@ -488,11 +796,17 @@ impl Handle {
         self.driver.with_server(f)
     }
 
+    /// The counts of connections accepted, refused, shed and timed out so far.
+    pub fn connection_stats(&self) -> Stats {
+        self.driver.shared.net().conns.stats()
+    }
+
     /// Shuts down gracefully: the core's [`Server::shutdown`] ends every session and
     /// stream cleanly and answers later requests 503; then this waits up to `grace` for
-    /// the open exchanges to be written out, and stops every thread of the adapter.
-    /// Returns whether every exchange ended within the grace. Workers still inside an
-    /// exchange then (a client that stopped reading) are told to stop and not waited for.
+    /// the open exchanges to be written out, and stops every thread of the adapter
+    /// (connections waiting for a request are closed). Returns whether every exchange
+    /// ended within the grace. Workers still inside an exchange then (a client that
+    /// stopped reading) are told to stop and not waited for.
     pub fn shutdown(mut self, grace: Duration) -> bool {
         self.stop(grace)
     }
@@ -524,12 +838,14 @@ impl Handle {
             }
         }
         shared.timer.notify_all();
-        self.http.unblock();
-        if let Some(acceptor) = self.acceptor.take() {
-            let _ = acceptor.join();
-        }
-        if let Some(timer) = self.timer.take() {
-            let _ = timer.join();
+        shared.net().stopping = true;
+        let _ = shared.poller.wake();
+        let _ = self.accept_waker.wake();
+        for thread in [self.acceptor.take(), self.poller.take(), self.timer.take()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = thread.join();
         }
         let workers = std::mem::take(&mut self.workers);
         if clean {
@@ -537,6 +853,8 @@ impl Handle {
                 let _ = worker.join();
             }
         }
+        // Connections handed back to the poller after it stopped are closed here.
+        shared.net().inbox.clear();
         // The sink (and the application behind it) goes with the server.
         lock(&shared.dispatch).sink = None;
         clean
@@ -554,7 +872,7 @@ impl Drop for Handle {
 ///
 /// # Errors
 ///
-/// Setting `TCP_NODELAY` on the listener, handing it to tiny_http, or spawning a thread
+/// Making the listener non-blocking, setting up the poller, or spawning a thread
 /// failed.
 pub fn serve(
     listener: TcpListener,
@@ -566,6 +884,14 @@ pub fn serve(
     let sink = crate::app::mount(handler, &options)?;
     start(listener, config, entropy, options, sink)
 }
+
+const WAKER: mio::Token = mio::Token(usize::MAX);
+/// The bit of a token that marks a worker's watch: the rest is the worker and the
+/// watch's generation.
+const WATCHED: usize = 1 << (usize::BITS - 1);
+/// The bits of a watch's token that name the worker.
+const WORKER_BITS: u32 = 16;
+const LISTENER: mio::Token = mio::Token(0);
 
 /// Serves the core on `listener`, handing its events to `sink` (see [`Sink`]): the
 /// driver without an application layer.
@@ -580,20 +906,24 @@ pub fn start(
     options: ServeOptions,
     sink: Sink,
 ) -> io::Result<Handle> {
-    let socket = socket2::SockRef::from(&listener);
-    if options.nodelay {
-        socket.set_tcp_nodelay(true)?;
-    }
-    socket.set_write_timeout(options.write_timeout)?;
+    listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
-    let http = tiny_http::Server::from_listener(listener, None).map_err(io::Error::other)?;
-    let http = Arc::new(http);
+    let mut listener = mio::net::TcpListener::from_std(listener);
+    let accept_poll = mio::Poll::new()?;
+    accept_poll
+        .registry()
+        .register(&mut listener, LISTENER, mio::Interest::READABLE)?;
+    let accept_waker = Arc::new(mio::Waker::new(accept_poll.registry(), WAKER)?);
+    let poll = mio::Poll::new()?;
+    let poller = mio::Waker::new(poll.registry(), WAKER)?;
+    let registry = poll.registry().try_clone()?;
     let shared = Arc::new(Shared {
         core: Mutex::new(Core {
             server: Server::new(config, entropy),
             sleeping: HashMap::new(),
             timer_at: None,
             stopped: false,
+            watches: vec![Watch::default(); options.workers].into(),
         }),
         wake: (0..options.workers).map(|_| Condvar::new()).collect(),
         timer: Condvar::new(),
@@ -607,26 +937,44 @@ pub fn start(
             stopping: false,
         }),
         work: Condvar::new(),
+        net: Mutex::new(Net {
+            conns: Connections::new(options.limits),
+            inbox: Vec::new(),
+            reported: Stats::default(),
+            stopping: false,
+        }),
+        poller,
+        registry,
+        log: options.log.clone(),
     });
     let mut handle = Handle {
         driver: Driver {
             shared: Arc::clone(&shared),
         },
-        http: Arc::clone(&http),
         addr,
+        accept_waker,
         acceptor: None,
+        poller: None,
         timer: None,
         workers: Vec::with_capacity(options.workers),
         grace: options.grace,
         stopped: false,
     };
+    let retry_after = options.retry_after.as_secs().max(1);
+    let io = Io {
+        nodelay: options.nodelay,
+        write_timeout: options.write_timeout,
+        read_timeout: Some(options.limits.header_timeout()).filter(|t| !t.is_zero()),
+        read_size: options.read_size,
+        max_head: options.max_head,
+        retry_after,
+    };
     for me in 0..options.workers {
         let shared = Arc::clone(&shared);
-        let read_size = options.read_size;
         let worker = thread::Builder::new()
             .name(format!("mcpwire-worker-{me}"))
             .stack_size(512 << 10)
-            .spawn(move || work(&shared, me, read_size))?;
+            .spawn(move || work(&shared, me, io))?;
         handle.workers.push(worker);
     }
     let timer_shared = Arc::clone(&shared);
@@ -635,51 +983,407 @@ pub fn start(
             .name("mcpwire-timer".into())
             .spawn(move || timers(&timer_shared))?,
     );
-    let retry_after = options.retry_after.as_secs().max(1);
+    let poller_shared = Arc::clone(&shared);
+    handle.poller = Some(
+        thread::Builder::new()
+            .name("mcpwire-poller".into())
+            .spawn(move || held(&poller_shared, poll, io))?,
+    );
     handle.acceptor = Some(
         thread::Builder::new()
             .name("mcpwire-acceptor".into())
-            .spawn(move || accept(&http, &shared, retry_after))?,
+            .spawn(move || accept(&shared, accept_poll, &listener, retry_after))?,
     );
     Ok(handle)
 }
 
-/// Hands each request tiny_http parsed to an idle worker, or answers 503 at once.
-fn accept(http: &tiny_http::Server, shared: &Shared, retry_after: u64) {
-    // `Err` is the unblock of a shutdown, or tiny_http's accept thread giving up (it
-    // stops accepting after an accept error): either way no request comes any more.
-    while let Ok(request) = http.recv() {
-        let mut pool = lock(&shared.pool);
-        if pool.stopping {
-            break;
-        }
-        if pool.idle > 0 {
-            pool.idle -= 1;
-            pool.queue.push_back(request);
-            drop(pool);
-            shared.work.notify_one();
-        } else {
-            drop(pool);
-            let unread = request.body_length();
-            if !drop_is_safe(unread) {
-                // Answering drops it: see `DROP_SAFE_BYTES`.
-                drop_request(request, unread);
-                continue;
+/// The socket settings and bounds the poller and the workers use.
+#[derive(Clone, Copy)]
+struct Io {
+    nodelay: bool,
+    write_timeout: Option<Duration>,
+    read_timeout: Option<Duration>,
+    read_size: usize,
+    max_head: usize,
+    retry_after: u64,
+}
+
+/// Accepts every connection, admits it through the table and parks it with the poller;
+/// never stops on an error (see the [module docs](self)).
+fn accept(
+    shared: &Arc<Shared>,
+    mut poll: mio::Poll,
+    listener: &mio::net::TcpListener,
+    retry_after: u64,
+) {
+    use io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset, Interrupted};
+    let mut events = mio::Events::with_capacity(8);
+    loop {
+        loop {
+            if shared.net().stopping {
+                return;
             }
-            let busy = tiny_http::Response::empty(503).with_header(
-                tiny_http::Header::from_bytes(&b"Retry-After"[..], retry_after.to_string())
-                    .expect("ASCII digits"),
-            );
-            let _ = request.respond(busy);
+            match listener.accept() {
+                Ok((stream, _)) => admit(shared, TcpStream::from(stream), retry_after),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        Interrupted | ConnectionAborted | ConnectionRefused | ConnectionReset
+                    ) => {}
+                Err(e) => {
+                    // Out of file descriptors (EMFILE, ENFILE) or another resource: free
+                    // one by closing the oldest connection not busy, and try again
+                    // shortly.
+                    let shed = {
+                        let mut net = shared.net();
+                        let shed = net.conns.shed();
+                        if let Some(id) = shed {
+                            net.inbox.push(Cmd::Kill(id));
+                        }
+                        shed
+                    };
+                    let _ = shared.poller.wake();
+                    let pause = if shed.is_some() { 10 } else { 50 };
+                    shared.log(&format!(
+                        "accept: {e}; {}, accepting again in {pause} ms",
+                        match shed {
+                            Some(id) => format!("closed idle connection {id}"),
+                            None => "no idle connection to close".to_owned(),
+                        }
+                    ));
+                    thread::sleep(Duration::from_millis(pause));
+                }
+            }
+        }
+        if let Err(e) = poll.poll(&mut events, None) {
+            if e.kind() != Interrupted {
+                shared.log(&format!("accept: polling: {e}; again in 50 ms"));
+                thread::sleep(Duration::from_millis(50));
+            }
         }
     }
 }
 
-/// One worker: serves the requests handed to it, one at a time, until the stop.
-fn work(shared: &Arc<Shared>, me: usize, read_size: usize) {
-    let mut buf = vec![0; read_size];
+/// A new connection: parked with the poller (closing the one shed for it), or refused.
+fn admit(shared: &Shared, stream: TcpStream, retry_after: u64) {
+    let now = Instant::now();
+    let mut net = shared.net();
+    match net.conns.open(now) {
+        Opened::Accepted(id) => shared.tell_poller(net, [Cmd::Park(fresh(stream, id))]),
+        Opened::Shed { id, shed } => {
+            shared.tell_poller(net, [Cmd::Kill(shed), Cmd::Park(fresh(stream, id))]);
+        }
+        Opened::Refused => {
+            drop(net);
+            // Best effort, without blocking: the socket is still non-blocking.
+            let _ = (&stream).write(&busy(retry_after));
+            let _ = stream.shutdown(Shutdown::Write);
+        }
+    }
+    shared.report();
+}
+
+fn fresh(stream: TcpStream, id: ConnId) -> Parked {
+    Parked {
+        stream,
+        id,
+        buf: Vec::new(),
+        drain: false,
+    }
+}
+
+/// The 503 for a request no worker or no connection slot is free for.
+fn busy(retry_after: u64) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\nretry-after: {retry_after}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+/// An answer of the adapter's own, with a JSON-RPC error body, and the connection
+/// closed after it.
+fn refusal(status: http::StatusCode, message: &str) -> Vec<u8> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32600, "message": message},
+    })
+    .to_string();
+    format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// A connection the poller holds.
+struct Held {
+    stream: mio::net::TcpStream,
+    id: ConnId,
+    buf: Vec<u8>,
+    /// Where the search for the head's end goes on.
+    scanned: usize,
+    /// Its first byte was reported to the table.
+    started: bool,
+    /// Closing: the bytes it may still send, read and dropped.
+    drain: Option<usize>,
+}
+
+/// What a connection's readiness came to.
+enum Ready {
+    /// Nothing more to read now.
+    Wait,
+    /// The peer closed it or it failed: close it.
+    Close,
+    /// Its head is complete: its first `.0` bytes.
+    Head(usize),
+    /// Answer this and close.
+    Refuse(Vec<u8>),
+}
+
+/// The most header lines a request head may have.
+const MAX_HEADERS: usize = 128;
+
+/// The poller: holds every connection not being served (see the [module docs](self)).
+fn held(shared: &Arc<Shared>, mut poll: mio::Poll, io: Io) {
+    let mut conns: HashMap<usize, Held> = HashMap::new();
+    let mut tokens: HashMap<ConnId, usize> = HashMap::new();
+    let mut next_token = 1;
+    let mut events = mio::Events::with_capacity(1024);
+    let mut ready = Vec::new();
     loop {
-        let request = {
+        let timeout = shared
+            .net()
+            .conns
+            .poll_timeout()
+            .map(|at| at.saturating_duration_since(Instant::now()));
+        if let Err(e) = poll.poll(&mut events, timeout) {
+            if e.kind() != io::ErrorKind::Interrupted {
+                shared.log(&format!("poll: {e}; again in 50 ms"));
+                thread::sleep(Duration::from_millis(50));
+            }
+        }
+        ready.clear();
+        for event in &events {
+            match event.token() {
+                WAKER => {}
+                mio::Token(t) if t & WATCHED != 0 => {
+                    if event.is_read_closed() || event.is_error() {
+                        shared.client_gone(t);
+                    }
+                }
+                mio::Token(t) => ready.push(t),
+            }
+        }
+        let inbox = {
+            let mut net = shared.net();
+            if net.stopping {
+                return;
+            }
+            let now = Instant::now();
+            while let Some((id, _)) = net.conns.poll_expired(now) {
+                net.inbox.push(Cmd::Kill(id));
+            }
+            std::mem::take(&mut net.inbox)
+        };
+        for cmd in inbox {
+            match cmd {
+                Cmd::Park(parked) => {
+                    let token = next_token;
+                    // Never 0, never with the `WATCHED` bit.
+                    next_token = (next_token + 1) % (WATCHED - 1) + 1;
+                    let _ = parked.stream.set_nonblocking(true);
+                    let mut stream = mio::net::TcpStream::from_std(parked.stream);
+                    let registered = poll.registry().register(
+                        &mut stream,
+                        mio::Token(token),
+                        mio::Interest::READABLE,
+                    );
+                    if registered.is_err() {
+                        shared.net().conns.close(parked.id);
+                        continue;
+                    }
+                    if !parked.buf.is_empty() {
+                        // The start of the next request came with the last one.
+                        ready.push(token);
+                    }
+                    tokens.insert(parked.id, token);
+                    conns.insert(
+                        token,
+                        Held {
+                            stream,
+                            id: parked.id,
+                            scanned: 0,
+                            buf: parked.buf,
+                            started: false,
+                            drain: parked.drain.then_some(DRAIN_BYTES),
+                        },
+                    );
+                }
+                Cmd::Kill(id) => {
+                    if let Some(mut conn) = tokens.remove(&id).and_then(|t| conns.remove(&t)) {
+                        let _ = poll.registry().deregister(&mut conn.stream);
+                    }
+                }
+            }
+        }
+        shared.report();
+        for &token in &ready {
+            let Some(conn) = conns.get_mut(&token) else {
+                continue;
+            };
+            let outcome = read_ready(shared, conn, io.max_head);
+            let mut conn = match outcome {
+                Ready::Wait => continue,
+                _ => conns.remove(&token).expect("just seen"),
+            };
+            tokens.remove(&conn.id);
+            let _ = poll.registry().deregister(&mut conn.stream);
+            match outcome {
+                Ready::Wait => {}
+                Ready::Close => {
+                    shared.net().conns.close(conn.id);
+                }
+                Ready::Refuse(answer) => {
+                    let _ = conn.stream.write(&answer);
+                    let stream = TcpStream::from(conn.stream);
+                    shared.linger(stream, conn.id);
+                }
+                Ready::Head(head_len) => hand_off(shared, conn, head_len, io),
+            }
+        }
+    }
+}
+
+/// Reads what `conn` has for us, until it would block, its head is complete, or it
+/// must be closed.
+fn read_ready(shared: &Shared, conn: &mut Held, max_head: usize) -> Ready {
+    loop {
+        if let Some(left) = &mut conn.drain {
+            let mut scratch = [0; 4096];
+            match conn.stream.read(&mut scratch) {
+                Ok(0) => return Ready::Close,
+                Ok(n) if n >= *left => return Ready::Close,
+                Ok(n) => *left -= n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ready::Wait,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Ready::Close,
+            }
+            continue;
+        }
+        if !conn.buf.is_empty() {
+            if !conn.started {
+                conn.started = true;
+                shared.net().conns.head_started(conn.id, Instant::now());
+            }
+            if let Some(outcome) = parse_progress(conn, max_head) {
+                return outcome;
+            }
+        }
+        let start = conn.buf.len();
+        let room = (max_head + 1).saturating_sub(start).min(16 << 10);
+        if room == 0 {
+            return Ready::Refuse(refusal(
+                http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "the request head is too large",
+            ));
+        }
+        conn.buf.resize(start + room, 0);
+        let read = conn.stream.read(&mut conn.buf[start..]);
+        conn.buf.truncate(start + *read.as_ref().unwrap_or(&0));
+        match read {
+            Ok(0) => return Ready::Close,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ready::Wait,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Ready::Close,
+        }
+    }
+}
+
+/// Whether `conn`'s buffer holds a whole head yet (`None`: not yet, read on).
+fn parse_progress(conn: &mut Held, max_head: usize) -> Option<Ready> {
+    // A head ends with an empty line: LF (CR) LF. Searched once per byte.
+    let buf = &conn.buf;
+    let from = conn.scanned;
+    let end = (from..buf.len()).find(|&i| {
+        buf[i] == b'\n'
+            && (buf.get(i + 1) == Some(&b'\n')
+                || (buf.get(i + 1) == Some(&b'\r') && buf.get(i + 2) == Some(&b'\n')))
+    });
+    let Some(_) = end else {
+        conn.scanned = buf.len().saturating_sub(2);
+        return (buf.len() > max_head).then(|| {
+            Ready::Refuse(refusal(
+                http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "the request head is too large",
+            ))
+        });
+    };
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut headers);
+    Some(match request.parse(buf) {
+        Ok(httparse::Status::Complete(len)) if len <= max_head => Ready::Head(len),
+        Ok(httparse::Status::Complete(_)) | Err(httparse::Error::TooManyHeaders) => {
+            Ready::Refuse(refusal(
+                http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "the request head is too large",
+            ))
+        }
+        // An empty line before any request line: skipped, as HTTP/1.1 allows.
+        Ok(httparse::Status::Partial) => {
+            conn.scanned = buf.len().saturating_sub(2);
+            return None;
+        }
+        Err(e) => Ready::Refuse(refusal(
+            http::StatusCode::BAD_REQUEST,
+            &format!("malformed request head: {e}"),
+        )),
+    })
+}
+
+/// A complete head goes to a free worker, or is answered 503 when there is none.
+fn hand_off(shared: &Shared, conn: Held, head_len: usize, io: Io) {
+    let Held {
+        stream, id, buf, ..
+    } = conn;
+    let stream = TcpStream::from(stream);
+    {
+        let mut net = shared.net();
+        if net
+            .inbox
+            .iter()
+            .any(|cmd| matches!(cmd, Cmd::Kill(k) if *k == id))
+        {
+            // Shed in the meantime: it goes.
+            return;
+        }
+        net.conns.busy(id);
+    }
+    let mut pool = lock(&shared.pool);
+    if pool.stopping || pool.idle == 0 {
+        drop(pool);
+        let _ = (&stream).write(&busy(io.retry_after));
+        return shared.linger(stream, id);
+    }
+    pool.idle -= 1;
+    pool.queue.push_back(Job {
+        stream,
+        id,
+        buf,
+        head_len,
+    });
+    drop(pool);
+    shared.work.notify_one();
+}
+
+/// One worker: serves the requests handed to it, one at a time, until the stop.
+fn work(shared: &Arc<Shared>, me: usize, io: Io) {
+    loop {
+        let job = {
             let mut pool = lock(&shared.pool);
             while pool.queue.is_empty() && !pool.stopping {
                 pool = shared
@@ -688,50 +1392,336 @@ fn work(shared: &Arc<Shared>, me: usize, read_size: usize) {
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
             }
             match pool.queue.pop_front() {
-                Some(request) => request,
+                Some(job) => job,
                 None => return,
             }
         };
-        // A panic here is a bug; the worker survives it (tiny_http answers a request
-        // dropped unanswered with 500) and stays in the pool.
+        // A panic here is a bug; the worker survives it (the connection is closed) and
+        // stays in the pool.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            exchange(shared, me, request, &mut buf);
+            exchange(shared, me, job, io);
         }));
         lock(&shared.pool).idle += 1;
     }
 }
 
-/// Serves one request: its head and body into the core, the core's response out.
-fn exchange(shared: &Arc<Shared>, me: usize, mut request: tiny_http::Request, buf: &mut [u8]) {
-    let Some(parts) = request_parts(&request) else {
-        // A head tiny_http took but `http` refuses (a malformed target, say): the core
-        // never sees it.
-        let _ = request.respond(tiny_http::Response::empty(400));
-        return;
+/// How a request body is framed.
+#[derive(Clone, Copy)]
+enum Framing {
+    Length(u64),
+    Chunked,
+}
+
+/// A request head as the core takes it, and what the adapter needs of it.
+struct Head {
+    parts: http::request::Parts,
+    framing: Framing,
+    keep_alive: bool,
+    http10: bool,
+    no_body: bool,
+}
+
+/// The request head, built with `http` (every header value's bytes as they came, so
+/// the core judges them).
+fn parse_head(buf: &[u8], peer: Option<SocketAddr>) -> Result<Head, String> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut headers);
+    match request.parse(buf) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => return Err("an incomplete request head".into()),
+        Err(e) => return Err(format!("malformed request head: {e}")),
+    }
+    let http10 = request.version == Some(0);
+    let (mut parts, ()) = http::Request::builder()
+        .method(request.method.unwrap_or_default())
+        .uri(request.path.unwrap_or_default())
+        .version(if http10 {
+            http::Version::HTTP_10
+        } else {
+            http::Version::HTTP_11
+        })
+        .body(())
+        .map_err(|e| format!("malformed request line: {e}"))?
+        .into_parts();
+    for header in request.headers.iter() {
+        let name = http::HeaderName::from_bytes(header.name.as_bytes())
+            .map_err(|e| format!("malformed header name: {e}"))?;
+        let value = http::HeaderValue::from_bytes(header.value)
+            .map_err(|e| format!("malformed value of {name}: {e}"))?;
+        parts.headers.append(name, value);
+    }
+    if let Some(peer) = peer {
+        parts.extensions.insert(PeerAddr(peer.ip()));
+    }
+    let tokens = |name| {
+        parts
+            .headers
+            .get_all(name)
+            .iter()
+            .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+            .map(|t| String::from_utf8_lossy(t.trim_ascii()).to_ascii_lowercase())
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
     };
-    let x = shared.with(|server, now| server.handle_head(now, parts));
-    let declared = request.body_length();
-    // The body, read as it comes, until it ends or the core answers first (a refusal:
-    // the rest is not wanted).
-    let mut first = None;
-    let mut read = 0;
-    loop {
-        let n = match request.as_reader().read(buf) {
-            // Fewer bytes than `Content-Length` said: the client cut the request short.
-            Ok(0) if declared.is_some_and(|len| read < len) => None,
-            Ok(n) => Some(n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => None,
-        };
-        let Some(n) = n else {
-            // The request broke off: the core forgets it; the connection is gone.
+    let connection = tokens(http::header::CONNECTION);
+    let mut keep_alive = if http10 {
+        connection.iter().any(|t| t == "keep-alive")
+    } else {
+        !connection.iter().any(|t| t == "close")
+    };
+    let coding = tokens(http::header::TRANSFER_ENCODING);
+    let lengths = tokens(http::header::CONTENT_LENGTH);
+    let framing = if let Some(last) = coding.last() {
+        if last != "chunked" {
+            return Err(format!("unsupported transfer-encoding: {last}"));
+        }
+        if !lengths.is_empty() {
+            // Both: the coding wins (RFC 9112 §6.3), and the connection ends with it.
+            keep_alive = false;
+        }
+        Framing::Chunked
+    } else if let Some(first) = lengths.first() {
+        let len = first
+            .parse::<u64>()
+            .map_err(|_| format!("malformed content-length: {first}"))?;
+        if lengths.iter().any(|l| l != first) {
+            return Err("conflicting content-length values".into());
+        }
+        Framing::Length(len)
+    } else {
+        Framing::Length(0)
+    };
+    let no_body = parts.method == http::Method::HEAD;
+    Ok(Head {
+        parts,
+        framing,
+        keep_alive,
+        http10,
+        no_body,
+    })
+}
+
+/// A connection being served: its socket and the bytes read but not used yet.
+struct Wire {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    pos: usize,
+    read_size: usize,
+}
+
+impl Wire {
+    /// Reads more; an error at the connection's end.
+    fn fill(&mut self) -> io::Result<()> {
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        } else if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        let start = self.buf.len();
+        self.buf.resize(start + self.read_size, 0);
+        loop {
+            let read = self.stream.read(&mut self.buf[start..]);
+            self.buf.truncate(start + *read.as_ref().unwrap_or(&0));
+            return match read {
+                Ok(0) => Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(_) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    self.buf.resize(start + self.read_size, 0);
+                    continue;
+                }
+                Err(e) => Err(e),
+            };
+        }
+    }
+
+    /// At most `max` bytes (at least one).
+    fn take(&mut self, max: usize) -> io::Result<Bytes> {
+        if self.pos == self.buf.len() {
+            self.fill()?;
+        }
+        let n = (self.buf.len() - self.pos).min(max);
+        let bytes = Bytes::copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(bytes)
+    }
+
+    /// One line, without its line end, of at most `limit` bytes.
+    fn line(&mut self, limit: usize) -> io::Result<Vec<u8>> {
+        loop {
+            let rest = &self.buf[self.pos..];
+            if let Some(i) = rest.iter().position(|&b| b == b'\n') {
+                let line = rest[..i].strip_suffix(b"\r").unwrap_or(&rest[..i]).to_vec();
+                self.pos += i + 1;
+                return Ok(line);
+            }
+            if rest.len() > limit {
+                return Err(io::ErrorKind::InvalidData.into());
+            }
+            self.fill()?;
+        }
+    }
+
+    /// The bytes read beyond what was used (the start of the next request).
+    fn rest(&self) -> Vec<u8> {
+        self.buf[self.pos..].to_vec()
+    }
+}
+
+/// A request body being read.
+struct Body {
+    framing: Framing,
+    /// Bytes left in the body (Content-Length) or in the current chunk.
+    left: u64,
+    /// A chunk's data ended: its CRLF comes next.
+    chunk_end: bool,
+    done: bool,
+}
+
+impl Body {
+    fn new(framing: Framing) -> Self {
+        Self {
+            framing,
+            left: match framing {
+                Framing::Length(len) => len,
+                Framing::Chunked => 0,
+            },
+            chunk_end: false,
+            done: false,
+        }
+    }
+
+    /// The next piece of the body, `None` at its end.
+    fn next(&mut self, wire: &mut Wire, max_head: usize) -> io::Result<Option<Bytes>> {
+        let bad = || io::Error::from(io::ErrorKind::InvalidData);
+        loop {
+            if self.left > 0 {
+                let max = usize::try_from(self.left)
+                    .unwrap_or(usize::MAX)
+                    .min(wire.read_size);
+                let bytes = wire.take(max)?;
+                self.left -= bytes.len() as u64;
+                self.chunk_end = self.left == 0;
+                return Ok(Some(bytes));
+            }
+            if self.done || matches!(self.framing, Framing::Length(_)) {
+                self.done = true;
+                return Ok(None);
+            }
+            if self.chunk_end {
+                if !wire.line(2)?.is_empty() {
+                    return Err(bad());
+                }
+                self.chunk_end = false;
+            }
+            let line = wire.line(1024)?;
+            let size = line.split(|&b| b == b';').next().unwrap_or_default();
+            let size = std::str::from_utf8(size.trim_ascii()).map_err(|_| bad())?;
+            let size = u64::from_str_radix(size, 16).map_err(|_| bad())?;
+            if size == 0 {
+                // Trailers, dropped, up to the empty line.
+                let mut trailers = 0;
+                loop {
+                    let line = wire.line(max_head)?;
+                    trailers += line.len() + 2;
+                    if line.is_empty() {
+                        break;
+                    }
+                    if trailers > max_head {
+                        return Err(bad());
+                    }
+                }
+                self.done = true;
+                return Ok(None);
+            }
+            self.left = size;
+        }
+    }
+}
+
+/// How serving a response ended.
+enum Served {
+    /// Written whole.
+    Done,
+    /// The client is gone (or the adapter stops); the core was told.
+    Gone,
+    /// RESUME-14: the core cut the response ([`Transmit::Abort`]).
+    Cut,
+}
+
+/// Serves one request: its head and body into the core, the core's response out, then
+/// the connection back to the poller or closed.
+fn exchange(shared: &Arc<Shared>, me: usize, job: Job, io: Io) {
+    let Job {
+        stream,
+        id,
+        buf,
+        head_len,
+    } = job;
+    let _ = stream.set_nonblocking(false);
+    if io.nodelay {
+        let _ = stream.set_nodelay(true);
+    }
+    let _ = stream.set_write_timeout(io.write_timeout);
+    let _ = stream.set_read_timeout(io.read_timeout);
+    let head = match parse_head(&buf[..head_len], stream.peer_addr().ok()) {
+        Ok(head) => head,
+        Err(message) => {
+            // A head `http` cannot represent: the core never sees it.
+            let _ = (&stream).write_all(&refusal(http::StatusCode::BAD_REQUEST, &message));
+            return shared.linger(stream, id);
+        }
+    };
+    let mut wire = Wire {
+        stream,
+        buf,
+        pos: head_len,
+        read_size: io.read_size,
+    };
+    let Head {
+        parts,
+        framing,
+        keep_alive,
+        http10,
+        no_body,
+    } = head;
+    let expect_continue = !http10
+        && parts
+            .headers
+            .get(http::header::EXPECT)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let (x, mut first) = shared.with(|server, now| {
+        let x = server.handle_head(now, parts);
+        // An answer at the head (a declared length over the limit, say) needs no body.
+        match server.poll_transmit(x) {
+            Some(Transmit::Head(head)) => (x, Some(head)),
+            _ => (x, None),
+        }
+    });
+    let mut body = Body::new(framing);
+    if first.is_none() && expect_continue && !matches!(framing, Framing::Length(0)) {
+        // The client waits for this before it sends the body.
+        if (&wire.stream)
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .is_err()
+        {
             shared.disconnect(x);
-            return drop_request(request, declared.map(|len| len - read));
+            return shared.close(wire.stream, id);
+        }
+    }
+    // The body, read as it comes, until it ends or the core answers first (a refusal:
+    // the rest is not wanted, and never read).
+    while first.is_none() {
+        let Ok(piece) = body.next(&mut wire, io.max_head) else {
+            // The request broke off (or stalled past the read timeout): the core
+            // forgets it; the connection goes.
+            shared.disconnect(x);
+            return shared.close(wire.stream, id);
         };
-        read += n;
-        let chunk = (n > 0).then(|| Bytes::copy_from_slice(&buf[..n]));
+        let end = piece.is_none();
         let answered = shared.with(|server, now| {
-            match chunk {
+            match piece {
                 Some(chunk) => server.handle_body(now, x, chunk),
                 None => server.handle_body_end(now, x),
             }
@@ -741,18 +1731,10 @@ fn exchange(shared: &Arc<Shared>, me: usize, mut request: tiny_http::Request, bu
                 _ => None,
             }
         });
-        if answered.is_some() {
-            first = answered;
+        first = answered;
+        if end {
             break;
         }
-        if n == 0 {
-            break;
-        }
-    }
-    if first.is_some() && !drop_is_safe(declared.map(|len| len - read)) {
-        // A refusal (413) of a body declared too long to be dropped: see `drop_request`.
-        shared.disconnect(x);
-        return drop_request(request, declared.map(|len| len - read));
     }
     let mut batch = match first {
         Some(head) => {
@@ -763,207 +1745,212 @@ fn exchange(shared: &Arc<Shared>, me: usize, mut request: tiny_http::Request, bu
         }
         None => match shared.next_batch(x, me, true) {
             Some(batch) => batch,
-            None => return shared.disconnect(x),
+            None => {
+                shared.disconnect(x);
+                return shared.close(wire.stream, id);
+            }
         },
     };
     let Some(head) = batch.head.take() else {
-        // The core sends the head first; anything else is a core bug. tiny_http answers
-        // the dropped request with 500.
-        return shared.disconnect(x);
+        // The core sends the head first; anything else is a core bug.
+        shared.disconnect(x);
+        return shared.close(wire.stream, id);
+    };
+    let keep = keep_alive && body.done && !says_close(&head.headers);
+    let mut reply = Reply {
+        stream: &wire.stream,
+        keep,
+        http10,
+        no_body,
     };
     let known_length = head.headers.contains_key(http::header::CONTENT_LENGTH);
-    if known_length || (batch.end && batch.data.is_empty()) {
-        respond_whole(shared, me, x, request, &head, batch);
+    let served = if known_length || (batch.end && batch.data.is_empty()) {
+        reply.whole(shared, me, x, &head, batch)
     } else {
-        stream(shared, me, x, request, &head, batch);
-    }
-}
-
-/// The most unread body bytes a request may have when it is dropped (or answered).
-///
-/// tiny_http 0.12 reads the unread rest of a body with a declared length when the
-/// request is dropped, into one buffer of that whole length, allocated at once: for an
-/// absurd `Content-Length` the allocation fails and the process aborts. A request with
-/// more unread than this is never dropped: it is leaked, unanswered (its connection and
-/// its tiny_http thread stay until the process ends). Below it, the allocation is
-/// virtual memory the read barely touches.
-pub const DROP_SAFE_BYTES: usize = 64 << 20;
-
-fn drop_is_safe(unread: Option<usize>) -> bool {
-    unread.is_none_or(|unread| unread <= DROP_SAFE_BYTES)
-}
-
-/// Lets go of a request that will not be answered by the core: dropped (tiny_http
-/// answers it 500 if it still can), or leaked when dropping it could abort the process
-/// (see [`DROP_SAFE_BYTES`]).
-fn drop_request(request: tiny_http::Request, unread: Option<usize>) {
-    if drop_is_safe(unread) {
-        drop(request);
-    } else {
-        std::mem::forget(request);
-    }
-}
-
-/// Answers with the whole body, collected until the end, and its length.
-fn respond_whole(
-    shared: &Arc<Shared>,
-    me: usize,
-    x: ExchangeId,
-    request: tiny_http::Request,
-    head: &http::response::Parts,
-    mut batch: Batch,
-) {
-    let mut body = Vec::new();
-    loop {
-        for data in batch.data.drain(..) {
-            body.extend_from_slice(&data);
+        let watched = shared.watch(me, &wire.stream);
+        let served = reply.stream(shared, me, x, &head, batch);
+        if watched {
+            shared.unwatch(me, &wire.stream);
         }
-        if batch.cut {
-            // Only a stream is cut, never a body with a length; should one be, the
-            // dropped request is answered 500 by tiny_http, if at all.
-            return;
-        }
-        if batch.end {
-            break;
-        }
-        batch = match shared.next_batch(x, me, true) {
-            Some(batch) => batch,
-            None => return shared.disconnect(x),
-        };
-    }
-    let len = body.len();
-    let response = tiny_http::Response::new(
-        tiny_http::StatusCode(head.status.as_u16()),
-        headers(head),
-        io::Cursor::new(body),
-        Some(len),
-        None,
-    )
-    // Keep `Content-Length` for any size (tiny_http chunks bodies of 32 KiB and more).
-    .with_chunked_threshold(usize::MAX);
-    // The exchange already ended in the core; a client gone by now changes nothing.
-    let _ = request.respond(response);
-}
-
-/// Streams the body: the head through tiny_http, then each batch of frames as chunks,
-/// flushed, until the end.
-fn stream(
-    shared: &Arc<Shared>,
-    me: usize,
-    x: ExchangeId,
-    request: tiny_http::Request,
-    head: &http::response::Parts,
-    mut batch: Batch,
-) {
-    let mut gate = Gate {
-        inner: request.into_writer(),
-        open: true,
+        served
     };
-    let response = tiny_http::Response::new(
-        tiny_http::StatusCode(head.status.as_u16()),
-        headers(head),
-        io::empty(),
-        None,
-        None,
-    );
-    // The request's headers are not passed: tiny_http would honour a `TE` header there.
-    // HTTP/1.1 and no body: the status line and the headers with
-    // `Transfer-Encoding: chunked`, nothing else.
-    if response
-        .raw_print(&mut gate, tiny_http::HTTPVersion(1, 1), &[], true, None)
-        .is_err()
-    {
-        gate.open = false;
-        return shared.disconnect(x);
-    }
-    let mut chunks = chunked_transfer::Encoder::with_flush_after_write(&mut gate);
-    loop {
-        let written = batch
-            .data
-            .iter()
-            .try_for_each(|data| chunks.write_all(data))
-            // The encoder's flush does not reach the socket's writer; this does.
-            .and_then(|()| chunks.get_mut().flush());
-        if written.is_err() {
-            break;
+    match served {
+        Served::Done if keep => {
+            let rest = wire.rest();
+            shared.park(wire.stream, id, rest);
         }
-        if batch.cut {
-            // RESUME-14: a resume took the stream over. No terminating chunk, so the
-            // stream cannot pass for complete; the core already forgot the exchange.
-            chunks.get_mut().open = false;
-            return;
-        }
-        if batch.end {
-            // Dropping the encoder writes the terminating chunk.
-            drop(chunks);
-            let _ = gate.flush();
-            return;
-        }
-        batch = match shared.next_batch(x, me, true) {
-            Some(batch) => batch,
-            None => break,
-        };
-    }
-    // The client is gone (or the adapter stops): no terminating chunk, so the stream
-    // cannot pass for complete; the core decides what the cut means.
-    chunks.get_mut().open = false;
-    drop(chunks);
-    shared.disconnect(x);
-}
-
-/// The response writer, with a switch that makes it swallow everything once the response
-/// is abandoned (so the encoder's terminating chunk is not written).
-struct Gate<W> {
-    inner: W,
-    open: bool,
-}
-
-impl<W: Write> Write for Gate<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.open {
-            self.inner.write(buf)
-        } else {
-            Ok(buf.len())
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        if self.open {
-            self.inner.flush()
-        } else {
-            Ok(())
+        Served::Done => shared.linger(wire.stream, id),
+        Served::Gone => shared.close(wire.stream, id),
+        Served::Cut => {
+            // RESUME-14: no terminating chunk, so the stream cannot pass for complete;
+            // the core already forgot the exchange.
+            let _ = wire.stream.shutdown(Shutdown::Both);
+            shared.close(wire.stream, id);
         }
     }
 }
 
-/// The response head's headers for tiny_http, which writes the framing ones itself.
-fn headers(head: &http::response::Parts) -> Vec<tiny_http::Header> {
-    head.headers
+/// Whether the core's head asks for the connection's end.
+fn says_close(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(http::header::CONNECTION)
         .iter()
-        .filter(|(name, _)| {
-            *name != http::header::CONTENT_LENGTH && *name != http::header::TRANSFER_ENCODING
-        })
-        .filter_map(|(name, value)| {
-            tiny_http::Header::from_bytes(name.as_str().as_bytes(), value.as_bytes()).ok()
-        })
-        .collect()
+        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
 }
 
-/// The request head as the core takes it.
-fn request_parts(request: &tiny_http::Request) -> Option<http::request::Parts> {
-    let version = if *request.http_version() == (1, 0) {
-        http::Version::HTTP_10
-    } else {
-        http::Version::HTTP_11
-    };
-    let mut builder = http::Request::builder()
-        .method(request.method().as_str())
-        .uri(request.url())
-        .version(version);
-    for header in request.headers() {
-        builder = builder.header(header.field.as_str().as_str(), header.value.as_str());
+/// A response being written.
+struct Reply<'a> {
+    stream: &'a TcpStream,
+    /// The connection stays open after it.
+    keep: bool,
+    http10: bool,
+    /// A `HEAD` request: the head alone.
+    no_body: bool,
+}
+
+/// How a response body is framed on the wire.
+enum Out {
+    Length(usize),
+    Chunked,
+    /// Ended by the close (a stream to an HTTP/1.0 client).
+    Close,
+}
+
+impl Reply<'_> {
+    /// The status line and headers: the core's, but for the framing ones, which are
+    /// the adapter's.
+    fn head(&self, head: &http::response::Parts, out: &Out) -> Vec<u8> {
+        let mut bytes = format!(
+            "HTTP/1.1 {} {}\r\n",
+            head.status.as_u16(),
+            head.status.canonical_reason().unwrap_or("")
+        )
+        .into_bytes();
+        for (name, value) in &head.headers {
+            if *name == http::header::CONTENT_LENGTH
+                || *name == http::header::TRANSFER_ENCODING
+                || *name == http::header::CONNECTION
+            {
+                continue;
+            }
+            bytes.extend_from_slice(name.as_str().as_bytes());
+            bytes.extend_from_slice(b": ");
+            bytes.extend_from_slice(value.as_bytes());
+            bytes.extend_from_slice(b"\r\n");
+        }
+        match out {
+            Out::Length(len) => {
+                bytes.extend_from_slice(format!("content-length: {len}\r\n").as_bytes())
+            }
+            Out::Chunked => bytes.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+            Out::Close => {}
+        }
+        if !self.keep {
+            bytes.extend_from_slice(b"connection: close\r\n");
+        } else if self.http10 {
+            bytes.extend_from_slice(b"connection: keep-alive\r\n");
+        }
+        bytes.extend_from_slice(b"\r\n");
+        bytes
     }
-    builder.body(()).ok().map(|r| r.into_parts().0)
+
+    /// Answers with the whole body, collected until the end, and its length.
+    fn whole(
+        &mut self,
+        shared: &Arc<Shared>,
+        me: usize,
+        x: ExchangeId,
+        head: &http::response::Parts,
+        mut batch: Batch,
+    ) -> Served {
+        let mut body = Vec::new();
+        loop {
+            for data in batch.data.drain(..) {
+                body.extend_from_slice(&data);
+            }
+            if batch.cut {
+                // Only a stream is cut, never a body with a length.
+                return Served::Cut;
+            }
+            if batch.end {
+                break;
+            }
+            batch = match shared.next_batch(x, me, true) {
+                Some(batch) => batch,
+                None => {
+                    shared.disconnect(x);
+                    return Served::Gone;
+                }
+            };
+        }
+        let mut bytes = self.head(head, &Out::Length(body.len()));
+        if !self.no_body {
+            bytes.extend_from_slice(&body);
+        }
+        // The exchange already ended in the core; a client gone by now changes nothing
+        // there, but its connection goes.
+        match self.stream.write_all(&bytes) {
+            Ok(()) => Served::Done,
+            Err(_) => Served::Gone,
+        }
+    }
+
+    /// Streams the body: the head, then each batch of frames as chunks, written and so
+    /// flushed, until the end.
+    fn stream(
+        &mut self,
+        shared: &Arc<Shared>,
+        me: usize,
+        x: ExchangeId,
+        head: &http::response::Parts,
+        mut batch: Batch,
+    ) -> Served {
+        let chunked = !self.http10;
+        if !chunked {
+            // Ended by the close.
+            self.keep = false;
+        }
+        let mut bytes = self.head(head, if chunked { &Out::Chunked } else { &Out::Close });
+        loop {
+            for data in batch.data.drain(..) {
+                if data.is_empty() || self.no_body {
+                    continue;
+                }
+                if chunked {
+                    bytes.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+                    bytes.extend_from_slice(&data);
+                    bytes.extend_from_slice(b"\r\n");
+                } else {
+                    bytes.extend_from_slice(&data);
+                }
+            }
+            if batch.end && chunked && !self.no_body {
+                bytes.extend_from_slice(b"0\r\n\r\n");
+            }
+            if !bytes.is_empty() && self.stream.write_all(&bytes).is_err() {
+                // The client is gone, or stopped reading past the write timeout: no
+                // terminating chunk, so the stream cannot pass for complete; the core
+                // decides what the cut means.
+                shared.disconnect(x);
+                return Served::Gone;
+            }
+            bytes.clear();
+            if batch.cut {
+                return Served::Cut;
+            }
+            if batch.end {
+                return Served::Done;
+            }
+            batch = match shared.next_batch(x, me, true) {
+                Some(batch) => batch,
+                None => {
+                    shared.disconnect(x);
+                    return Served::Gone;
+                }
+            };
+        }
+    }
 }
 
 /// Drives the core's deadlines: sleeps until `poll_timeout`, or until an input moved it.

@@ -1,5 +1,5 @@
 //! The blocking `McpClient` on 127.0.0.1 against both adapters' servers (this crate's
-//! tiny_http server, and `mcpwire-tokio`'s on a runtime started by the test), for what
+//! server on std::net, and `mcpwire-tokio`'s on a runtime started by the test), for what
 //! is the blocking client's own: re-initialization after the server forgot the session,
 //! the lifecycle messages the application sees (the expiry, the new session, a refused
 //! re-initialization, a GET stream that could not be resumed), the legacy fallback, a

@@ -754,18 +754,25 @@ fn a_client_that_stops_reading_frees_its_worker_after_the_write_timeout() {
 }
 
 #[test]
-fn an_absurd_content_length_is_413_and_does_not_abort_the_server() {
+fn an_absurd_content_length_is_413_and_the_connection_closed() {
     let f = Fixture::start(Config::new(), options());
-    // tiny_http would allocate the declared rest of the body at once when the refused
-    // request is dropped (and abort on failing to); the adapter must not drop it.
+    // The core refuses the body at its head; the adapter answers and closes the
+    // connection without reading (or waiting for) the declared rest.
     let mut stream = TcpStream::connect(f.addr).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n\
          Content-Type: application/json\r\nContent-Length: 999999999999999\r\n\r\n{{",
         f.addr
     );
     stream.write_all(head.as_bytes()).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
+    let mut answer = Vec::new();
+    stream
+        .read_to_end(&mut answer)
+        .expect("the server closes the connection (EOF)");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 413 "), "{text}");
+    assert!(text.contains("connection: close\r\n"), "{text}");
     // Still serving.
     let reply = f.post(None, INITIALIZE);
     assert_eq!(reply.status, 200);
@@ -785,7 +792,6 @@ fn an_absurd_content_length_is_413_and_does_not_abort_the_server() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(f.handle().with_server(|s, _| s.session_count()), 1);
-    drop(stream);
 }
 
 #[test]
@@ -894,5 +900,521 @@ fn http_post_2_requests_and_streams_share_one_keep_alive_connection() {
             messages[0]["result"]["content"][0]["text"],
             format!("t{id}")
         );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Peers that would hold the server: slow heads, idle floods, oversized heads and bodies,
+// an fd limit. Each attack runs beside a normal client, which must be served.
+
+/// Log lines collected from [`ServeOptions::with_log`].
+type Lines = Arc<Mutex<Vec<String>>>;
+
+/// `options` with a log that collects its lines.
+fn logged(options: ServeOptions) -> (ServeOptions, Lines) {
+    let lines: Lines = Arc::default();
+    let log = Arc::clone(&lines);
+    let options = options.with_log(Arc::new(move |line: &str| {
+        log.lock().unwrap().push(line.to_owned());
+    }));
+    (options, lines)
+}
+
+/// A raw `initialize` POST with the given `Connection` header.
+fn raw_initialize(addr: SocketAddr, connection: &str) -> Vec<u8> {
+    format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: application/json, text/event-stream\r\n\
+         content-type: application/json\r\nconnection: {connection}\r\ncontent-length: {}\r\n\r\n{INITIALIZE}",
+        INITIALIZE.len()
+    )
+    .into_bytes()
+}
+
+/// A normal client: one `initialize` on a fresh connection, `Connection: close`; its
+/// status.
+fn served(addr: SocketAddr) -> u16 {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(&raw_initialize(addr, "close")).unwrap();
+    status(&closed_by_server(&mut s))
+}
+
+fn status(response: &[u8]) -> u16 {
+    let text = String::from_utf8_lossy(response);
+    text.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {text:?}"))
+}
+
+/// Reads `s` until the server closes it (EOF, or a reset); what it sent before. Panics
+/// if it is still open after the timeout.
+fn closed_by_server(s: &mut TcpStream) -> Vec<u8> {
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return out,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return out,
+            Err(e) => panic!("the server did not close the connection: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_head_sent_a_byte_at_a_time_is_closed_at_the_header_timeout_while_others_are_served() {
+    let (options, lines) = logged(options().with_header_timeout(Duration::from_millis(400)));
+    let f = Fixture::start(Config::new(), options);
+    let mut slow = TcpStream::connect(f.addr).unwrap();
+    slow.set_nodelay(true).unwrap();
+    let mut writer = slow.try_clone().unwrap();
+    // Slowloris: a byte every 20 ms of a head that never ends, until the server closes.
+    let dripping = std::thread::spawn(move || {
+        let deadline = Instant::now() + TIMEOUT;
+        let head = b"POST /mcp HTTP/1.1\r\nhost: x\r\nx-slow: ".iter();
+        for &b in head.chain(std::iter::repeat(&b'a')) {
+            if writer.write_all(&[b]).is_err() || Instant::now() > deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    assert_eq!(served(f.addr), 200, "served during the attack");
+    let sent = closed_by_server(&mut slow);
+    assert!(sent.is_empty(), "closed without an answer: {sent:?}");
+    dripping.join().unwrap();
+    assert_eq!(f.handle().connection_stats().header_timeouts, 1);
+    let lines = lines.lock().unwrap().clone();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("1 closed at the header timeout")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn a_connection_waiting_for_a_request_is_closed_at_the_idle_timeout() {
+    let options = options().with_idle_timeout(Duration::from_millis(300));
+    let f = Fixture::start(Config::new(), options);
+    // One that never sends anything, and one kept alive after its answer.
+    let mut silent = TcpStream::connect(f.addr).unwrap();
+    let mut kept = TcpStream::connect(f.addr).unwrap();
+    kept.write_all(&raw_initialize(f.addr, "keep-alive"))
+        .unwrap();
+    let answer = closed_by_server(&mut kept);
+    assert_eq!(status(&answer), 200);
+    assert!(closed_by_server(&mut silent).is_empty());
+    assert_eq!(f.handle().connection_stats().idle_timeouts, 2);
+}
+
+#[test]
+fn at_the_connection_bound_the_oldest_idle_connections_are_shed_and_new_clients_served() {
+    let (options, lines) = logged(options().with_max_connections(8));
+    let f = Fixture::start(Config::new(), options);
+    let mut idle = Vec::new();
+    for _ in 0..8 {
+        idle.push(TcpStream::connect(f.addr).unwrap());
+        // Accepted in this order.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Newcomers beyond the bound, each kept open after its answer: each is served, and
+    // each takes the place of the oldest connection not busy.
+    let mut kept = Vec::new();
+    for _ in 0..4 {
+        let mut s = TcpStream::connect(f.addr).unwrap();
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        s.write_all(&raw_initialize(f.addr, "keep-alive")).unwrap();
+        let mut answer = [0; 2048];
+        let n = s.read(&mut answer).unwrap();
+        assert_eq!(status(&answer[..n]), 200);
+        kept.push(s);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The four oldest idle ones went, in order; the newest are still open and served.
+    for old in &mut idle[..4] {
+        assert!(closed_by_server(old).is_empty());
+    }
+    let mut newest = idle.pop().unwrap();
+    newest.write_all(&raw_initialize(f.addr, "close")).unwrap();
+    assert_eq!(status(&closed_by_server(&mut newest)), 200);
+    assert_eq!(f.handle().connection_stats().shed, 4);
+    let lines = lines.lock().unwrap().clone();
+    assert!(
+        lines.iter().any(|l| l.contains("4 closed to make room")),
+        "counted in a log line: {lines:?}"
+    );
+}
+
+/// A client that closes a quiet stream (no heartbeats here) is noticed at once by the
+/// poller watching its socket: the core is told, and the only worker serves again.
+#[test]
+fn a_quiet_stream_whose_client_closes_frees_its_worker_without_a_heartbeat() {
+    let config = Config::new().with_heartbeat(None);
+    let f = Fixture::start(config, options().with_workers(1));
+    let reply = retry(&|| f.post(None, INITIALIZE));
+    let session = reply.header("mcp-session-id").unwrap().to_owned();
+    let _ = reply.messages();
+    assert_eq!(retry(&|| f.post(Some(&session), INITIALIZED)).status, 202);
+    let stream = retry(&|| f.get(&session, None));
+    assert_eq!(stream.status, 200);
+    let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    assert_eq!(
+        f.post(Some(&session), body).status,
+        503,
+        "the worker is held"
+    );
+    drop(stream);
+    let reply = retry(&|| f.post(Some(&session), body));
+    assert_eq!(reply.status, 200);
+    assert_eq!(f.handle().with_server(|s, _| s.exchange_count()), 0);
+}
+
+/// A chunked request body (two chunks, an extension, a trailer) and one sent after
+/// `Expect: 100-continue` reach the core whole; the connection stays open for the next
+/// request.
+#[test]
+fn chunked_and_100_continue_request_bodies_are_read() {
+    let f = Fixture::start(Config::new(), options());
+    let mut s = TcpStream::connect(f.addr).unwrap();
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let (a, b) = INITIALIZE.split_at(20);
+    let chunked = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\naccept: application/json, text/event-stream\r\n\
+         content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n\
+         {:x};ext=1\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\nx-trailer: t\r\n\r\n",
+        f.addr,
+        a.len(),
+        b.len()
+    );
+    s.write_all(chunked.as_bytes()).unwrap();
+    let mut buf = [0; 4096];
+    let n = s.read(&mut buf).unwrap();
+    let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert_eq!(status(&buf[..n]), 200, "{text}");
+    assert!(text.contains("protocolVersion"), "{text}");
+    // The same connection: a head that asks to continue, then its body.
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\naccept: application/json, text/event-stream\r\n\
+         content-type: application/json\r\nexpect: 100-continue\r\nconnection: close\r\n\
+         content-length: {}\r\n\r\n",
+        f.addr,
+        INITIALIZE.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let n = s.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"HTTP/1.1 100 Continue\r\n\r\n");
+    s.write_all(INITIALIZE.as_bytes()).unwrap();
+    assert_eq!(status(&closed_by_server(&mut s)), 200);
+}
+
+#[test]
+fn when_every_connection_is_busy_a_new_one_gets_503_and_is_logged() {
+    let (options, lines) = logged(options().with_max_connections(1));
+    let f = Fixture::start(Config::new(), options);
+    let session = f.initialize();
+    // The only connection slot: an open GET stream (busy, never shed).
+    let stream = f.get(&session, None);
+    assert_eq!(stream.status, 200);
+    let mut refused = TcpStream::connect(f.addr).unwrap();
+    let answer = closed_by_server(&mut refused);
+    assert_eq!(status(&answer), 503);
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.contains("retry-after: 1\r\n"), "{text}");
+    assert_eq!(f.handle().connection_stats().refused, 1);
+    let lines = lines.lock().unwrap().clone();
+    assert!(
+        lines.iter().any(|l| l.contains("1 refused (all busy)")),
+        "{lines:?}"
+    );
+    drop(stream);
+}
+
+#[test]
+fn an_oversized_head_is_431_and_its_connection_closed() {
+    let f = Fixture::start(Config::new(), options().with_max_head(8 << 10));
+    let mut s = TcpStream::connect(f.addr).unwrap();
+    let big = "x".repeat(64 << 10);
+    let head = format!(
+        "GET /mcp HTTP/1.1\r\nhost: {}\r\nx-big: {big}\r\n\r\n",
+        f.addr
+    );
+    // The server may close before the whole head is written.
+    let _ = s.write_all(head.as_bytes());
+    let answer = closed_by_server(&mut s);
+    assert_eq!(status(&answer), 431);
+    assert_eq!(served(f.addr), 200);
+}
+
+/// Header values that are not visible ASCII reach the core, which answers them with a
+/// status and a JSON-RPC error, never a closed connection.
+#[test]
+fn non_ascii_session_and_last_event_id_values_get_a_json_rpc_error() {
+    let f = Fixture::start(Config::new(), options());
+    let session = f.initialize();
+    for (name, status_code) in [("mcp-session-id", 404), ("last-event-id", 400)] {
+        let mut s = TcpStream::connect(f.addr).unwrap();
+        let mut head = format!(
+            "GET /mcp HTTP/1.1\r\nhost: {}\r\naccept: text/event-stream\r\n\
+             mcp-protocol-version: {VERSION}\r\nconnection: close\r\n",
+            f.addr
+        )
+        .into_bytes();
+        if name == "last-event-id" {
+            head.extend_from_slice(format!("mcp-session-id: {session}\r\n").as_bytes());
+        }
+        head.extend_from_slice(name.as_bytes());
+        head.extend_from_slice(b": \xff\xfe\xe9t\xc3\r\n\r\n");
+        s.write_all(&head).unwrap();
+        let answer = closed_by_server(&mut s);
+        let text = String::from_utf8_lossy(&answer).into_owned();
+        assert_eq!(status(&answer), status_code, "{name}: {text}");
+        let body = &text[text.find("\r\n\r\n").unwrap() + 4..];
+        let json: Value = serde_json::from_str(body).expect("a JSON-RPC error");
+        assert!(json["error"]["message"].is_string(), "{name}: {body}");
+    }
+}
+
+/// RESUME-14: a resume takes over a stream whose connection the server still holds (it
+/// died silently: its client stopped reading, and the server cannot know). The old
+/// connection is closed by the server without the chunked body's end, so that it cannot
+/// pass for a complete response, and the stream goes on on the new one, every message
+/// once.
+#[test]
+fn resume_14_a_resume_cuts_the_connection_it_takes_over() {
+    let config = Config::new().with_response_mode(ResponseMode::Sse);
+    let f = Fixture::start(config, options());
+    let session = f.initialize();
+    let mut old = TcpStream::connect(f.addr).unwrap();
+    old.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let body = tools_call(5, "slow", json!({"steps": 3}), Some("p"));
+    let post = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\naccept: application/json, text/event-stream\r\n\
+         content-type: application/json\r\nmcp-session-id: {session}\r\n\
+         mcp-protocol-version: {VERSION}\r\ncontent-length: {}\r\n\r\n{body}",
+        f.addr,
+        body.len()
+    );
+    old.write_all(post.as_bytes()).unwrap();
+    // Read up to the first progress message.
+    let mut seen = Vec::new();
+    let mut buf = [0; 4096];
+    while !String::from_utf8_lossy(&seen).contains(r#""progress":0"#) {
+        let n = old.read(&mut buf).expect("progress in time");
+        assert!(n > 0, "ended early: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&seen).into_owned();
+    let last = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("id: "))
+        .next_back()
+        .expect("event ids")
+        .to_owned();
+    // From here on nobody reads `old`: progress 1 goes to a connection that looks alive.
+    f.acks.send(()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let resumed = f.get(&session, Some(&last));
+    assert_eq!(resumed.status, 200, "never 409 (HTTP-GET-9)");
+    // The old connection: what was already written, then the server's close, and never
+    // the chunked terminator.
+    seen.extend_from_slice(&closed_by_server(&mut old));
+    let old_text = String::from_utf8_lossy(&seen).into_owned();
+    assert!(
+        !old_text.ends_with("0\r\n\r\n"),
+        "cut, not ended: {old_text}"
+    );
+    // The stream goes on on the new connection: progress 1 replayed, then 2 and the
+    // result, each once.
+    let mut events = resumed.sse();
+    let mut got = Vec::new();
+    loop {
+        let (message, _) = next_message(&mut events);
+        let done = message.get("id").is_some();
+        if !done {
+            f.acks.send(()).unwrap();
+        }
+        got.push(message);
+        if done {
+            break;
+        }
+    }
+    let progress: Vec<_> = got
+        .iter()
+        .filter_map(|m| m["params"]["progress"].as_f64())
+        .collect();
+    assert_eq!(progress, [1.0, 2.0], "{got:?}");
+    assert_eq!(got.last().unwrap()["result"]["content"][0]["text"], "done");
+}
+
+/// Set in the child processes of the tests below.
+const CHILD: &str = "MCPWIRE_BLOCKING_CHILD";
+
+/// In a child process (`CHILD` set): a server whose address is printed, serving until
+/// stdin closes (at most 60 s), then its log lines on stderr.
+#[test]
+#[ignore = "run in a child process by out_of_file_descriptors_…"]
+fn child_server_until_stdin_closes() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let (options, lines) = logged(options());
+    let f = Fixture::start(Config::new(), options);
+    println!("{}", f.addr);
+    let (done, wait) = channel();
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = std::io::stdin().read_to_string(&mut rest);
+        let _ = done.send(());
+    });
+    let _ = wait.recv_timeout(Duration::from_secs(60));
+    for line in lines.lock().unwrap().iter() {
+        eprintln!("{line}");
+    }
+}
+
+/// Runs the ignored test `name` of this binary in a child process (under `prlimit`
+/// with `prlimit` arguments when given), with stdin, stdout and stderr piped.
+fn child(name: &str, prlimit: Option<&str>) -> std::process::Child {
+    use std::process::{Command, Stdio};
+    let exe = std::env::current_exe().unwrap();
+    let mut command = match prlimit {
+        Some(limit) => {
+            let mut c = Command::new("prlimit");
+            c.arg(limit).arg(&exe);
+            c
+        }
+        None => Command::new(&exe),
+    };
+    command
+        .args([
+            "--ignored",
+            "--exact",
+            name,
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the child runs (prlimit is util-linux's)")
+}
+
+/// The first line of `child`'s stdout whose end parses as a `T` (the test harness may
+/// print the test's name at the start of the line).
+fn read_from_child<T: std::str::FromStr>(child: &mut std::process::Child) -> T {
+    use std::io::BufRead;
+    let stdout = child.stdout.as_mut().unwrap();
+    let mut stdout = std::io::BufReader::new(stdout);
+    loop {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "the child printed nothing"
+        );
+        let words: Vec<&str> = line.split_whitespace().collect();
+        for start in 0..words.len() {
+            if let Ok(value) = words[start..].join(" ").parse() {
+                return value;
+            }
+        }
+    }
+}
+
+/// Out of file descriptors (`EMFILE`: a child process whose limit `prlimit` lowers to
+/// 96, and 200 idle connections from this one), the server does not stop accepting: it
+/// closes the oldest idle connection to free one, says so in its log, and a new client
+/// is served.
+#[test]
+fn out_of_file_descriptors_the_oldest_idle_connection_is_closed_and_accepting_goes_on() {
+    let mut child = child("child_server_until_stdin_closes", Some("--nofile=96:96"));
+    let addr: SocketAddr = read_from_child(&mut child);
+    // Far more idle connections than the child has descriptors for.
+    let mut idle = Vec::new();
+    for _ in 0..200 {
+        idle.push(TcpStream::connect(addr).unwrap());
+    }
+    assert_eq!(served(addr), 200, "a new client is served");
+    // The oldest idle connection was closed by the server.
+    assert!(closed_by_server(&mut idle[0]).is_empty());
+    drop(child.stdin.take());
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{log}");
+    assert!(
+        log.contains("Too many open files") && log.contains("closed idle connection"),
+        "{log}"
+    );
+}
+
+/// The number of threads of this process.
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
+/// In a child process: a server with 4 workers and 2 handler threads, then 600 idle
+/// connections and 50 half-sent heads to it; prints the process's thread counts
+/// (before the server, serving, under the flood), and whether a client was served.
+#[test]
+#[ignore = "run in a child process by idle_connections_…"]
+fn child_thread_counts_under_a_flood() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let options = options().with_workers(4).with_handlers(2, 16);
+    let bound = options.max_threads();
+    let before = threads();
+    let f = Fixture::start(Config::new(), options);
+    let serving = threads();
+    let mut held = Vec::new();
+    for i in 0..650 {
+        let mut s = TcpStream::connect(f.addr).unwrap();
+        if i % 13 == 0 {
+            s.write_all(b"POST /mcp HTTP/1.1\r\nhost: x\r\n").unwrap();
+        }
+        held.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let flooded = threads();
+    let status = served(f.addr);
+    let after = threads();
+    println!("{before} {serving} {flooded} {after} {bound} {status}");
+}
+
+/// 650 connections that hold no request (600 idle, 50 half-sent heads): the server's
+/// threads stay the ones its options set (acceptor, poller, timer, workers, handler
+/// threads), and a client is served.
+#[test]
+fn idle_connections_and_half_sent_heads_add_no_thread() {
+    let mut child = child("child_thread_counts_under_a_flood", None);
+    let line: String = read_from_child::<Counts>(&mut child).0;
+    let counts: Vec<usize> = line.split(' ').map(|n| n.parse().unwrap()).collect();
+    let [before, serving, flooded, after, bound, status] = counts[..] else {
+        panic!("{line}")
+    };
+    assert!(child.wait().unwrap().success());
+    assert_eq!(status, 200, "served during the flood");
+    assert!(serving - before <= bound, "{line}");
+    assert!(flooded <= serving && after <= serving, "{line}");
+}
+
+/// The child's line of counts.
+struct Counts(String);
+
+impl std::str::FromStr for Counts {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        let all_counts = s.split(' ').all(|w| w.parse::<usize>().is_ok());
+        (all_counts && s.split(' ').count() == 6)
+            .then(|| Self(s.to_owned()))
+            .ok_or(())
     }
 }
