@@ -51,17 +51,31 @@ pub struct Limits {
     max_connections: usize,
     header_timeout: Duration,
     idle_timeout: Duration,
+    max_head: usize,
 }
 
 impl Limits {
     /// The defaults: 1,024 connections, 10 s for a request head once it started, 60 s
-    /// idle.
+    /// idle, heads of at most 16 KiB.
     pub fn new() -> Self {
         Self {
             max_connections: 1024,
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
+            max_head: 16 << 10,
         }
+    }
+
+    /// The largest request head (request line and headers), in bytes: a longer one is
+    /// answered 431 and its connection closed. The driver enforces it as it reads.
+    pub fn with_max_head(mut self, bytes: usize) -> Self {
+        self.max_head = bytes;
+        self
+    }
+
+    /// The largest request head, in bytes.
+    pub fn max_head(&self) -> usize {
+        self.max_head
     }
 
     /// The most connections open at once (at least 1). Keep it below the process's file

@@ -17,19 +17,23 @@ fn sse() -> Config {
 }
 
 fn progress(h: &mut Harness, request: mcpwire::server::RequestHandle, n: u32) -> Delivery {
+    let d = progress_untaken(h, request, n);
+    h.drain();
+    d
+}
+
+/// Progress `n`, left for the driver to take (its transmits are not drained).
+fn progress_untaken(h: &mut Harness, request: mcpwire::server::RequestHandle, n: u32) -> Delivery {
     let params = format!(r#"{{"progressToken":1,"progress":{n}}}"#);
     let params = RawJson::new(&params).unwrap();
-    let d = h
-        .server
+    h.server
         .notify(
             h.now,
             Target::Request(request),
             "notifications/progress",
             Some(&params),
         )
-        .unwrap();
-    h.drain();
-    d
+        .unwrap()
 }
 
 fn progress_values(messages: &[serde_json::Value]) -> Vec<i64> {
@@ -275,16 +279,7 @@ fn resume_14_frames_the_old_connection_never_took_come_once_on_the_new_one() {
     let seen = h.reply(x).events().last().unwrap().id().to_owned();
     // Queued for the old connection, which never takes them (its socket is stuck).
     for n in 1..=3 {
-        let params = format!(r#"{{"progressToken":1,"progress":{n}}}"#);
-        let params = RawJson::new(&params).unwrap();
-        h.server
-            .notify(
-                h.now,
-                Target::Request(request.handle()),
-                "notifications/progress",
-                Some(&params),
-            )
-            .unwrap();
+        progress_untaken(&mut h, request.handle(), n);
     }
     let g = h.get(&sid, Some(&seen));
     assert_eq!(progress_values(&h.reply(g).messages()), [1, 2, 3]);

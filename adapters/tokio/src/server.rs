@@ -795,7 +795,6 @@ where
 #[must_use]
 pub struct ServeOptions {
     limits: Limits,
-    max_head: usize,
     log: Option<Log>,
 }
 
@@ -805,25 +804,18 @@ pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl ServeOptions {
     /// The defaults: [`Limits::new`] (1,024 connections, 10 s for a head once begun, 60 s
-    /// idle), heads of at most 16 KiB, no log.
+    /// idle, heads of at most 16 KiB), no log.
     pub fn new() -> Self {
         Self {
             limits: Limits::new(),
-            max_head: 16 << 10,
             log: None,
         }
     }
 
-    /// The connection bound and deadlines.
+    /// The connection bound, deadlines and largest head ([`Limits::with_max_head`]: a
+    /// longer head is answered 431; here at least 8 KiB, hyper's smallest read buffer).
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
-        self
-    }
-
-    /// The largest request head, in bytes; a longer one is answered 431 and its
-    /// connection closed. Raised to 8 KiB if lower (hyper's smallest read buffer).
-    pub fn with_max_head(mut self, bytes: usize) -> Self {
-        self.max_head = bytes;
         self
     }
 
@@ -849,7 +841,6 @@ impl std::fmt::Debug for ServeOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServeOptions")
             .field("limits", &self.limits)
-            .field("max_head", &self.max_head)
             .field("log", &self.log.is_some())
             .finish()
     }
@@ -877,7 +868,7 @@ pub async fn serve_with(
     service: McpService,
     options: ServeOptions,
 ) -> Infallible {
-    let max_head = options.max_head;
+    let max_head = options.limits.max_head();
     accept(listener, options, move |stream, conn| {
         serve_io(stream, service.clone(), conn, max_head)
     })
@@ -907,7 +898,7 @@ pub async fn serve_tls_with(
     options: ServeOptions,
 ) -> Infallible {
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    let max_head = options.max_head;
+    let max_head = options.limits.max_head();
     accept(listener, options, move |stream, conn| {
         let (acceptor, service) = (acceptor.clone(), service.clone());
         async move {
