@@ -7,13 +7,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
+
 use mcpwire::conn::Limits;
-use mcpwire::jsonrpc::RawJson;
-use mcpwire::server::{Config, Event};
-use mcpwire_tests::server::counter_entropy;
-use mcpwire_tokio::server::{McpService, ServeOptions, serve_with};
+use mcpwire::server::Config;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// Far above what each step takes; there for a loaded machine and for a hang.
 const BOUND: Duration = Duration::from_secs(10);
@@ -21,45 +20,16 @@ const BOUND: Duration = Duration::from_secs(10);
 const INIT: &str =
     r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
 
-/// Serves with `limits`: `initialize` is answered, every other request is held open
-/// (never answered); the log lines are collected.
+/// Serves with `limits`; the log lines are collected. Requests other than `initialize`
+/// stay open for good: nothing answers them.
 async fn start(limits: Limits) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
     start_with(Config::new(), limits).await
 }
 
 /// [`start`] with the core's `config`.
 async fn start_with(config: Config, limits: Limits) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (service, mut events) = McpService::new(config, counter_entropy(3));
-    let app = service.clone();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Some(event) = events.recv().await {
-            let Event::Request(request) = event else {
-                continue;
-            };
-            if request.method() == "initialize" {
-                let result = format!(
-                    r#"{{"protocolVersion":"{}","capabilities":{{}},"serverInfo":{{"name":"t","version":"1"}}}}"#,
-                    request.version()
-                );
-                let result = RawJson::new(&result).unwrap();
-                app.with_server(|s, now| s.respond(now, request.handle(), &result).unwrap());
-            } else {
-                held.push(request);
-            }
-        }
-    });
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&lines);
-    let options = ServeOptions::new()
-        .with_limits(limits)
-        .with_log(Arc::new(move |line: &str| {
-            log.lock().unwrap().push(line.to_owned())
-        }));
-    tokio::spawn(serve_with(listener, service, options));
-    (addr, lines)
+    let held = common::start_held(config, limits).await;
+    (held.addr, held.log)
 }
 
 fn post(addr: SocketAddr, body: &str, connection: &str) -> String {

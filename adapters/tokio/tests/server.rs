@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+mod common;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use mcpwire::jsonrpc::RawJson;
@@ -166,30 +168,12 @@ async fn read_until(socket: &mut TcpStream, seen: &mut Vec<u8>, what: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_14_a_resume_cuts_the_connection_it_takes_over() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (service, mut events) = McpService::new(Config::new(), counter_entropy(9));
-    tokio::spawn(serve(listener, service.clone()));
-    let (calls, mut held) = tokio::sync::mpsc::unbounded_channel();
-    let app = service.clone();
-    tokio::spawn(async move {
-        while let Some(event) = events.recv().await {
-            let Event::Request(request) = event else {
-                continue;
-            };
-            if request.method() == "initialize" {
-                let result = format!(
-                    r#"{{"protocolVersion":"{}","capabilities":{{}},"serverInfo":{{"name":"t","version":"1"}}}}"#,
-                    request.version()
-                );
-                let result = RawJson::new(&result).unwrap();
-                app.with_server(|s, now| s.respond(now, request.handle(), &result).unwrap());
-            } else {
-                // Held open: the test sends its progress and its answer.
-                calls.send(request.handle()).unwrap();
-            }
-        }
-    });
+    let common::Held {
+        addr,
+        service,
+        requests: mut held,
+        ..
+    } = common::start_held(Config::new(), mcpwire::conn::Limits::new()).await;
     let progress = |n: u32| {
         let params = format!(r#"{{"progressToken":1,"progress":{n}}}"#);
         move |s: &mut mcpwire::server::Server, now, request| {
