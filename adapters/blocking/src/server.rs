@@ -796,6 +796,12 @@ impl Handle {
         self.driver.with_server(f)
     }
 
+    /// The connections open now (in the connection table: being served, idle, or
+    /// sending a head).
+    pub fn open_connections(&self) -> usize {
+        self.driver.shared.net().conns.len()
+    }
+
     /// The counts of connections accepted, refused, shed and timed out so far.
     pub fn connection_stats(&self) -> Stats {
         self.driver.shared.net().conns.stats()
@@ -1283,20 +1289,20 @@ fn read_ready(shared: &Shared, conn: &mut Held, max_head: usize) -> Ready {
                 return outcome;
             }
         }
-        let start = conn.buf.len();
-        let room = (max_head + 1).saturating_sub(start).min(16 << 10);
+        let room = (max_head + 1).saturating_sub(conn.buf.len());
         if room == 0 {
             return Ready::Refuse(refusal(
                 http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
                 "the request head is too large",
             ));
         }
-        conn.buf.resize(start + room, 0);
-        let read = conn.stream.read(&mut conn.buf[start..]);
-        conn.buf.truncate(start + *read.as_ref().unwrap_or(&0));
-        match read {
+        // Read into the stack, so that a head arriving a byte at a time holds only what
+        // came.
+        let mut scratch = [0; 4096];
+        let room = room.min(scratch.len());
+        match conn.stream.read(&mut scratch[..room]) {
             Ok(0) => return Ready::Close,
-            Ok(_) => {}
+            Ok(n) => conn.buf.extend_from_slice(&scratch[..n]),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ready::Wait,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return Ready::Close,
