@@ -638,7 +638,11 @@ async fn rss() {
     );
     for (name, role, args) in [
         ("floor (hyper)", "floor-sse", ""),
-        ("mcpwire", "mcpwire", "--no-legacy --max-sessions 20000 --max-connections 20000"),
+        (
+            "mcpwire",
+            "mcpwire",
+            "--no-legacy --max-sessions 20000 --max-connections 20000",
+        ),
         ("rmcp", "rmcp-sse", ""),
     ] {
         let mcp = role != "floor-sse";

@@ -550,7 +550,11 @@ fn run_blocking(options: Options) -> ExitCode {
         options.config,
         Box::new(mcpwire::OsEntropy),
         handler,
-        ServeOptions::new(),
+        ServeOptions::new()
+            .with_limits(options.limits)
+            .with_log(Arc::new(|line: &str| {
+                crate::log::line(format!("{PROG}: {line}"))
+            })),
     ) {
         Ok(handle) => handle,
         Err(e) => {
