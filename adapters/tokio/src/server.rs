@@ -26,10 +26,10 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body::{Body, Frame};
@@ -917,18 +917,34 @@ pub async fn serve_tls_with(
 /// The connection table one accept loop keeps, and how to close each connection.
 struct Table {
     conns: Connections,
-    /// Each open connection's close signal.
-    kills: HashMap<ConnId, oneshot::Sender<()>>,
-    /// The deadline the sweeper sleeps until.
-    armed: Option<Instant>,
+    /// Each open connection's moves and close signal.
+    open: HashMap<ConnId, Open>,
     /// The counts the last log line told.
     reported: mcpwire::conn::Stats,
 }
 
+/// An open connection, as the table holds it.
+struct Open {
+    moves: Arc<Moves>,
+    /// The last [`Moves`] value the table was told.
+    seen: u64,
+    kill: oneshot::Sender<()>,
+}
+
 /// The table behind one accept loop, with its sweeper's wake-up.
+///
+/// A connection does not take the table's lock for its moves (a head's first byte, the
+/// exchange, the response's end: three per request, on every request): it records each
+/// in its [`Moves`], and the table learns them when it next looks ([`Table::sync`]), at
+/// the sweeper's ticks and before it picks a connection to shed. A deadline is then met
+/// at most one tick late.
 struct Tracker {
     table: Mutex<Table>,
     sweep: Notify,
+    /// The time [`Moves`] count from.
+    start: Instant,
+    /// How often the sweeper looks while connections are open.
+    tick: Duration,
 }
 
 impl Tracker {
@@ -952,75 +968,104 @@ impl Tracker {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-
-    /// Runs `f` on the table, then wakes the sweeper if the next deadline moved earlier.
-    fn with<R>(&self, f: impl FnOnce(&mut Table) -> R) -> R {
-        let mut table = self.lock();
-        let r = f(&mut table);
-        let wake = match (table.conns.poll_timeout(), table.armed) {
-            (Some(next), Some(armed)) => next < armed,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        drop(table);
-        if wake {
-            self.sweep.notify_one();
-        }
-        r
-    }
 }
 
 impl Table {
+    /// Tells the table every move made since it last looked.
+    fn sync(&mut self, start: Instant) {
+        for (&id, open) in &mut self.open {
+            let now = open.moves.state.load(Ordering::Acquire);
+            if now == open.seen {
+                continue;
+            }
+            open.seen = now;
+            let at = start + Duration::from_micros(now >> 2);
+            match now & 3 {
+                Moves::HEAD => {
+                    // It may have finished an exchange since the table last looked.
+                    self.conns.idle(id, at);
+                    self.conns.head_started(id, at);
+                }
+                Moves::BUSY => self.conns.busy(id),
+                _ => self.conns.idle(id, at),
+            }
+        }
+    }
+
     fn kill(&mut self, id: ConnId) {
-        if let Some(kill) = self.kills.remove(&id) {
-            let _ = kill.send(());
+        if let Some(open) = self.open.remove(&id) {
+            let _ = open.kill.send(());
         }
     }
 }
 
-/// One connection's handle on the table: its moves, reported as they happen.
+/// One connection's last move and when it was made, as one atomic word: the phase in
+/// the low two bits ([`Moves::WAITING`], [`Moves::HEAD`], [`Moves::BUSY`]), the time in
+/// microseconds since [`Tracker::start`] above them.
+struct Moves {
+    state: AtomicU64,
+}
+
+impl Moves {
+    const WAITING: u64 = 0;
+    const HEAD: u64 = 1;
+    const BUSY: u64 = 2;
+}
+
+/// One connection's handle on the table: its moves, recorded as they happen.
 #[derive(Clone)]
 struct Conn {
-    tracker: Arc<Tracker>,
-    id: ConnId,
-    /// Waiting for a request (no byte of a head yet): a read then starts the head.
-    waiting: Arc<AtomicBool>,
+    moves: Arc<Moves>,
+    start: Instant,
     /// The peer's address, put in each request head for the core
     /// ([`Config::with_max_sessions_per_peer`](mcpwire::server::Config::with_max_sessions_per_peer)).
     peer: PeerAddr,
 }
 
 impl Conn {
+    fn record(&self, phase: u64) {
+        let micros = u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX >> 2);
+        self.moves
+            .state
+            .store((micros.min(u64::MAX >> 2) << 2) | phase, Ordering::Release);
+    }
+
+    /// A byte of a request head arrived: the head's deadline starts, unless one did.
     fn head_started(&self) {
-        if self.waiting.swap(false, Ordering::AcqRel) {
-            let now = Instant::now();
-            self.tracker.with(|t| t.conns.head_started(self.id, now));
+        if self.moves.state.load(Ordering::Relaxed) & 3 == Moves::WAITING {
+            self.record(Moves::HEAD);
         }
     }
 
+    /// An exchange runs: no deadline, never shed. No time is needed, so every busy
+    /// word is the same; the table then takes a missed round (idle, head, busy again)
+    /// for the busy it already knew, which is what it is.
     fn busy(&self) {
-        self.waiting.store(false, Ordering::Release);
-        self.tracker.with(|t| t.conns.busy(self.id));
+        self.moves.state.store(Moves::BUSY, Ordering::Release);
     }
 
     fn idle(&self) {
-        let now = Instant::now();
-        self.tracker.with(|t| t.conns.idle(self.id, now));
-        self.waiting.store(true, Ordering::Release);
+        self.record(Moves::WAITING);
     }
 }
 
-/// Closes what the table gives up, at its deadlines.
+/// Closes what the table gives up, at its deadlines: it looks at every tick while
+/// connections are open (moves it has not been told of may bring a deadline earlier),
+/// and sleeps until the accept loop wakes it when none is.
 async fn sweep(tracker: Arc<Tracker>, log: impl Fn(&str)) {
     loop {
         let deadline = {
             let now = Instant::now();
             let mut table = tracker.lock();
+            table.sync(tracker.start);
             while let Some((id, _)) = table.conns.poll_expired(now) {
                 table.kill(id);
             }
-            table.armed = table.conns.poll_timeout();
-            table.armed
+            let tick = (!table.conns.is_empty()).then(|| now + tracker.tick);
+            match (table.conns.poll_timeout(), tick) {
+                (Some(at), Some(tick)) => Some(at.min(tick)),
+                (at, tick) => at.or(tick),
+            }
         };
         tracker.report(&log);
         let notified = tracker.sweep.notified();
@@ -1048,14 +1093,20 @@ where
     Fut: Future<Output = ()> + Send + 'static,
 {
     use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    // A tenth of the shortest deadline, within [10 ms, 1 s].
+    let shortest = options
+        .limits
+        .header_timeout()
+        .min(options.limits.idle_timeout());
     let tracker = Arc::new(Tracker {
         table: Mutex::new(Table {
             conns: Connections::new(options.limits),
-            kills: HashMap::new(),
-            armed: None,
+            open: HashMap::new(),
             reported: mcpwire::conn::Stats::default(),
         }),
         sweep: Notify::new(),
+        start: Instant::now(),
+        tick: (shortest / 10).clamp(Duration::from_millis(10), Duration::from_secs(1)),
     });
     let log = move |line: &str| {
         if let Some(log) = &options.log {
@@ -1078,13 +1129,15 @@ where
             Err(e) => {
                 // Out of file descriptors (EMFILE, ENFILE) or another resource: free one
                 // by closing the oldest connection not busy, and try again shortly.
-                let shed = tracker.with(|t| {
+                let shed = {
+                    let mut t = tracker.lock();
+                    t.sync(tracker.start);
                     let shed = t.conns.shed();
                     if let Some(id) = shed {
                         t.kill(id);
                     }
                     shed
-                });
+                };
                 let pause = if shed.is_some() { 10 } else { 50 };
                 log(&format!(
                     "accept: {e}; {}, accepting again in {pause} ms",
@@ -1099,31 +1152,47 @@ where
         };
         let now = Instant::now();
         let (kill, killed) = oneshot::channel();
-        let opened = tracker.with(|t| {
-            let opened = t.conns.open(now);
-            match opened {
+        let moves = Arc::new(Moves {
+            state: AtomicU64::new(Moves::WAITING),
+        });
+        let (opened, first) = {
+            let mut t = tracker.lock();
+            if t.conns.len() >= t.conns.limits().max_connections() {
+                // Shedding picks the oldest connection not busy: by their latest moves.
+                t.sync(tracker.start);
+            }
+            let opened = match t.conns.open(now) {
                 Opened::Accepted(id) => Some(id),
                 Opened::Shed { id, shed } => {
                     t.kill(shed);
                     Some(id)
                 }
                 Opened::Refused => None,
+            };
+            if let Some(id) = opened {
+                let conn = Conn {
+                    moves: Arc::clone(&moves),
+                    start: tracker.start,
+                    peer: PeerAddr(peer.ip()),
+                };
+                // Waiting since now, as the table has it.
+                conn.idle();
+                let seen = moves.state.load(Ordering::Relaxed);
+                t.open.insert(id, Open { moves, seen, kill });
+                (Some((id, conn)), t.conns.len() == 1)
+            } else {
+                (None, false)
             }
-            .inspect(|id| {
-                t.kills.insert(*id, kill);
-            })
-        });
+        };
+        if first {
+            // The sweeper sleeps while no connection is open.
+            tracker.sweep.notify_one();
+        }
         tracker.report(&log);
-        let Some(id) = opened else {
+        let Some((id, conn)) = opened else {
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let conn = Conn {
-            tracker: Arc::clone(&tracker),
-            id,
-            waiting: Arc::new(AtomicBool::new(true)),
-            peer: PeerAddr(peer.ip()),
-        };
         let task = connection(stream, conn);
         let tracker = Arc::clone(&tracker);
         tokio::spawn(async move {
@@ -1131,10 +1200,9 @@ where
                 () = task => {}
                 _ = killed => {}
             }
-            tracker.with(|t| {
-                t.conns.close(id);
-                t.kills.remove(&id);
-            });
+            let mut t = tracker.lock();
+            t.conns.close(id);
+            t.open.remove(&id);
         });
     }
 }
@@ -1214,20 +1282,32 @@ where
 {
     type Response = http::Response<ReportedBody>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+    type Future = ReportedFuture;
 
     fn call(&self, mut request: http::Request<B>) -> Self::Future {
         self.conn.busy();
         request.extensions_mut().insert(self.conn.peer);
-        let conn = self.conn.clone();
-        let response = hyper::service::Service::call(&self.service, request);
-        Box::pin(async move {
-            let response = response.await?;
-            Ok(response.map(|body| ReportedBody {
-                body,
-                conn: Some(conn),
-            }))
-        })
+        ReportedFuture {
+            response: hyper::service::Service::call(&self.service, request),
+            conn: Some(self.conn.clone()),
+        }
+    }
+}
+
+/// [`McpService`]'s response, its body wrapped in a [`ReportedBody`] (no second box).
+struct ReportedFuture {
+    response:
+        Pin<Box<dyn Future<Output = Result<http::Response<ExchangeBody>, Infallible>> + Send>>,
+    conn: Option<Conn>,
+}
+
+impl Future for ReportedFuture {
+    type Output = Result<http::Response<ReportedBody>, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let response = std::task::ready!(self.response.as_mut().poll(cx))?;
+        let conn = self.conn.take();
+        Poll::Ready(Ok(response.map(|body| ReportedBody { body, conn })))
     }
 }
 
