@@ -71,7 +71,22 @@ impl Drop for Nginx {
 }
 
 impl Nginx {
+    /// nginx on a free port. The port is let go before nginx binds it, so another
+    /// socket can take it in between: nginx then exits (address in use) and is started
+    /// again on another port, a few times at most.
     fn start(upstream: &str) -> Self {
+        for _ in 0..4 {
+            match Self::try_start(upstream) {
+                Ok(nginx) => return nginx,
+                Err(log) if log.contains("Address already in use") => continue,
+                Err(log) => panic!("nginx exited: {log}"),
+            }
+        }
+        panic!("nginx found no free port in four tries");
+    }
+
+    /// nginx on a port free a moment ago; `Err` with its error log if it exited.
+    fn try_start(upstream: &str) -> Result<Self, String> {
         let nginx = nginx_binary();
         let dir = std::env::temp_dir().join(format!(
             "mcpwire-nginx-{}-{}",
@@ -127,9 +142,9 @@ http {{
             .expect("nginx runs");
         let mut nginx = Self { child, dir, port };
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while !answers_http(port) {
             if let Ok(Some(status)) = nginx.child.try_wait() {
-                panic!("nginx exited ({status}): {}", nginx.error_log());
+                return Err(format!("({status}) {}", nginx.error_log()));
             }
             assert!(
                 Instant::now() < deadline,
@@ -138,7 +153,7 @@ http {{
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        nginx
+        Ok(nginx)
     }
 
     fn url(&self) -> String {
@@ -148,6 +163,23 @@ http {{
     fn error_log(&self) -> String {
         std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
     }
+}
+
+/// Whether an HTTP server answers on `port`: a request gets a status line back. A bare
+/// connect is not enough: while nothing listens, a connect from an ephemeral port that
+/// happens to be `port` itself connects to itself (TCP simultaneous open), and would
+/// read its own request back.
+fn answers_http(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut probe) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = probe.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut head = [0; 5];
+    probe
+        .write_all(b"GET /ready HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .and_then(|()| probe.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"HTTP/")
 }
 
 /// `mcpwire call` through nginx: its exit status, stdout, and each stderr line with
