@@ -12,7 +12,7 @@ use super::check::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use super::config::{ResponseMode, SessionMode};
 use super::ids::{ExchangeId, PeerAddr, RequestHandle, SessionId};
 use super::output::{CloseReason, Era, Event, IncomingRequest, Transmit, error_body};
-use super::state::{Exchange, Handshake, OpenRequest, Phase, Route, Session, StreamKind};
+use super::state::{Exchange, Handshake, OpenRequest, Phase, Route, Scope, Session, StreamKind};
 use crate::ProtocolVersion;
 use crate::jsonrpc::{Envelope, Envelopes, ErrorCode, Kind, ParseError, RequestId, body_text};
 use crate::resume::{EventId, EventStore, Replay};
@@ -97,12 +97,12 @@ impl Server {
     /// [`handle_body`](Self::handle_body) and [`handle_body_end`](Self::handle_body_end).
     pub fn handle_head(&mut self, now: Instant, head: http::request::Parts) -> ExchangeId {
         self.clock(now);
-        let x = self.id();
+        let x = ExchangeId(self.key());
         if self.shutting_down {
             self.exchanges
                 .insert(x, Exchange::new(Route::Refused, Era::Sessions, now));
             self.refuse_unavailable(x);
-            return ExchangeId(x);
+            return x;
         }
         let (route, era) = match self.route(&head) {
             Ok(r) => r,
@@ -110,7 +110,7 @@ impl Server {
                 self.exchanges
                     .insert(x, Exchange::new(Route::Refused, Era::Sessions, now));
                 self.refuse(x, refuse);
-                return ExchangeId(x);
+                return x;
             }
         };
         let mut exchange = Exchange::new(route, era, now);
@@ -141,7 +141,7 @@ impl Server {
                 x,
                 Refuse::new(StatusCode::PAYLOAD_TOO_LARGE, "request body too large"),
             );
-            return ExchangeId(x);
+            return x;
         }
         self.exchanges.insert(x, exchange);
         match route {
@@ -149,7 +149,7 @@ impl Server {
             Route::Delete => self.delete(now, x),
             Route::LegacyPost(_) | Route::Post | Route::Refused => {}
         }
-        ExchangeId(x)
+        x
     }
 
     /// Path, security and method checks, in the documented precedence.
@@ -299,7 +299,7 @@ impl Server {
     pub fn handle_body(&mut self, now: Instant, exchange: ExchangeId, chunk: Bytes) {
         self.clock(now);
         let max = self.config.max_body;
-        let Some(e) = self.exchanges.get_mut(&exchange.0) else {
+        let Some(e) = self.exchanges.get_mut(&exchange) else {
             return;
         };
         if e.phase != Phase::Body || e.route == Route::Refused || chunk.is_empty() {
@@ -311,7 +311,7 @@ impl Server {
             e.body = BytesMut::new();
             e.first_chunk = None;
             self.refuse(
-                exchange.0,
+                exchange,
                 Refuse::new(StatusCode::PAYLOAD_TOO_LARGE, "request body too large"),
             );
             return;
@@ -330,7 +330,7 @@ impl Server {
     /// `exchange`'s body is complete: the message is parsed and dispatched.
     pub fn handle_body_end(&mut self, now: Instant, exchange: ExchangeId) {
         self.clock(now);
-        let x = exchange.0;
+        let x = exchange;
         let Some(e) = self.exchanges.get_mut(&x) else {
             return;
         };
@@ -354,11 +354,11 @@ impl Server {
     /// its frames for a resume. A legacy session ends with its stream.
     pub fn handle_disconnect(&mut self, now: Instant, exchange: ExchangeId) {
         self.clock(now);
-        self.forget_exchange(exchange.0);
+        self.forget_exchange(exchange);
     }
 
     /// Answers `x` with a head and an error body, and ends it.
-    fn refuse(&mut self, x: u64, refuse: Refuse) {
+    fn refuse(&mut self, x: ExchangeId, refuse: Refuse) {
         let body = error_body(refuse.id.as_ref(), refuse.code, &refuse.message);
         let mut head = json_head(refuse.status, body.len());
         if let Some(challenge) = refuse.challenge
@@ -378,7 +378,7 @@ impl Server {
     }
 
     /// 503 with `Retry-After`: the server is shutting down.
-    pub(super) fn refuse_unavailable(&mut self, x: u64) {
+    pub(super) fn refuse_unavailable(&mut self, x: ExchangeId) {
         if let Some(e) = self.exchanges.get_mut(&x) {
             e.route = Route::Refused;
         }
@@ -392,7 +392,12 @@ impl Server {
     }
 
     /// Queues `head`, the optional body and `End` on `x`.
-    pub(super) fn finish_with(&mut self, x: u64, head: http::response::Parts, body: Option<Bytes>) {
+    pub(super) fn finish_with(
+        &mut self,
+        x: ExchangeId,
+        head: http::response::Parts,
+        body: Option<Bytes>,
+    ) {
         if let Some(e) = self.exchanges.get_mut(&x) {
             e.phase = Phase::Responding;
         }
@@ -405,7 +410,11 @@ impl Server {
 
     /// Validates the exchange's session and version headers (SESSION-5…7, VERSION-1…4)
     /// for a request that is not `initialize`; admits it to the session.
-    fn admit(&mut self, x: u64, now: Instant) -> Result<(Option<u64>, ProtocolVersion), Refuse> {
+    fn admit(
+        &mut self,
+        x: ExchangeId,
+        now: Instant,
+    ) -> Result<(Option<SessionId>, ProtocolVersion), Refuse> {
         let e = &self.exchanges[&x];
         let stateless = self.config.sessions == SessionMode::Stateless;
         let session = if stateless {
@@ -451,7 +460,7 @@ impl Server {
     }
 
     /// A POST body on the MCP endpoint.
-    fn post(&mut self, now: Instant, x: u64, body: Bytes) {
+    fn post(&mut self, now: Instant, x: ExchangeId, body: Bytes) {
         let era = self.exchanges[&x].era;
         if era == Era::Sessionless {
             return self.unsupported_revision(x);
@@ -492,9 +501,9 @@ impl Server {
     fn initialize_session(
         &mut self,
         now: Instant,
-        x: u64,
+        x: ExchangeId,
         envelopes: &Envelopes,
-    ) -> Result<(Option<u64>, ProtocolVersion), Refuse> {
+    ) -> Result<(Option<SessionId>, ProtocolVersion), Refuse> {
         let Envelopes::Single(init) = envelopes else {
             unreachable!("initialize is only recognised as a single message");
         };
@@ -528,10 +537,10 @@ impl Server {
     fn mint_session(
         &mut self,
         now: Instant,
-        x: u64,
+        x: ExchangeId,
         version: ProtocolVersion,
         legacy: bool,
-    ) -> Result<u64, Refuse> {
+    ) -> Result<SessionId, Refuse> {
         let peer = self.exchanges[&x].peer;
         if !self.make_peer_place(peer) {
             return Err(Refuse::new(
@@ -563,7 +572,7 @@ impl Server {
         version: ProtocolVersion,
         legacy: bool,
         peer: Option<std::net::IpAddr>,
-    ) -> Option<u64> {
+    ) -> Option<SessionId> {
         // A repeat means a broken entropy source: never hand out one id twice, and never
         // spin on a source that repeats forever.
         let (wire, header) = (0..4).find_map(|_| {
@@ -585,7 +594,7 @@ impl Server {
             let header = HeaderValue::from_str(&hex).ok()?;
             Some((hex.into_boxed_str(), header))
         })?;
-        let s = self.id();
+        let s = SessionId(self.key());
         self.session_ids.insert(wire.clone(), s);
         if let Some(ip) = peer {
             *self.peers.entry(ip).or_default() += 1;
@@ -621,8 +630,8 @@ impl Server {
     fn dispatch(
         &mut self,
         now: Instant,
-        x: u64,
-        session: Option<u64>,
+        x: ExchangeId,
+        session: Option<SessionId>,
         version: ProtocolVersion,
         envelopes: Envelopes,
     ) {
@@ -640,7 +649,7 @@ impl Server {
                 (&mut many, true)
             }
         };
-        let scope = session.unwrap_or(x);
+        let scope = session.map_or(Scope::Exchange(x), Scope::Session);
         let mut immediate = Vec::new();
         for item in items {
             let message = match item {
@@ -701,9 +710,9 @@ impl Server {
     /// response to write for it at once.
     fn open_request(
         &mut self,
-        x: u64,
-        session: Option<u64>,
-        scope: u64,
+        x: ExchangeId,
+        session: Option<SessionId>,
+        scope: Scope,
         version: ProtocolVersion,
         era: Era,
         message: Envelope,
@@ -747,7 +756,7 @@ impl Server {
             None if initialize => negotiate(&message),
             None => version,
         };
-        let h = self.id();
+        let h = RequestHandle(self.key());
         self.by_id.insert((scope, id.clone()), h);
         // A legacy request's answer travels on the session's stream (LEGACY-4); the POST
         // that carried it is answered 202 at once.
@@ -773,8 +782,8 @@ impl Server {
             e.requests.push(h);
         }
         self.events.push_back(Event::Request(IncomingRequest {
-            handle: RequestHandle(h),
-            session: session.map(SessionId),
+            handle: h,
+            session,
             version,
             era,
             id,
@@ -783,29 +792,31 @@ impl Server {
         Ok(())
     }
 
-    fn notification(&mut self, now: Instant, session: Option<u64>, scope: u64, message: Envelope) {
+    fn notification(
+        &mut self,
+        now: Instant,
+        session: Option<SessionId>,
+        scope: Scope,
+        message: Envelope,
+    ) {
         if message.method() == Some("notifications/cancelled")
             && let Some(params) = message.payload()
             && let Some((id, reason)) = cancelled_params(params.as_str())
             && let Some(&h) = self.by_id.get(&(scope, id))
         {
             self.settle(now, h);
-            self.events.push_back(Event::Cancelled {
-                request: RequestHandle(h),
-                reason,
-            });
+            self.events
+                .push_back(Event::Cancelled { request: h, reason });
             return;
         }
-        self.events.push_back(Event::Notification {
-            session: session.map(SessionId),
-            message,
-        });
+        self.events
+            .push_back(Event::Notification { session, message });
     }
 
     /// A client's response to a server→client request: correlated by id within the
     /// session (a response from another session cannot complete it); unknown ids are
     /// dropped (docs/requirements.md §14.7).
-    fn client_response(&mut self, session: Option<u64>, message: Envelope) {
+    fn client_response(&mut self, session: Option<SessionId>, message: Envelope) {
         let Some(s) = session else {
             return;
         };
@@ -820,13 +831,13 @@ impl Server {
             session.server_requests.remove(id);
         }
         self.events.push_back(Event::Response {
-            session: SessionId(s),
+            session: s,
             message,
         });
     }
 
     /// 400 with -32022 and the supported versions (MODERN-5).
-    fn unsupported_revision(&mut self, x: u64) {
+    fn unsupported_revision(&mut self, x: ExchangeId) {
         let mut body = BytesMut::new();
         body.extend_from_slice(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"unsupported protocol version","data":{"supported":["#);
         for (i, v) in SERVED.iter().enumerate() {
@@ -844,7 +855,7 @@ impl Server {
     }
 
     /// DELETE: ends the session (HTTP-DELETE-1, HTTP-DELETE-3).
-    fn delete(&mut self, now: Instant, x: u64) {
+    fn delete(&mut self, now: Instant, x: ExchangeId) {
         match self.admit(x, now) {
             Ok((Some(s), _)) => {
                 self.close_session_key(s, CloseReason::Deleted);
@@ -858,7 +869,7 @@ impl Server {
     }
 
     /// GET: a legacy stream, a new standalone stream, or a resume (RESUME-4…7).
-    fn open_get(&mut self, now: Instant, x: u64) {
+    fn open_get(&mut self, now: Instant, x: ExchangeId) {
         if self.exchanges[&x].era == Era::HttpSse {
             return self.open_legacy(now, x);
         }
@@ -880,7 +891,7 @@ impl Server {
 
     /// GET with `Last-Event-ID`: replays exactly the frames after it, of that stream of
     /// this session, then continues it live.
-    fn resume(&mut self, now: Instant, x: u64, s: u64, raw: &[u8]) {
+    fn resume(&mut self, now: Instant, x: ExchangeId, s: SessionId, raw: &[u8]) {
         let Ok(after) = EventId::parse_bytes(raw) else {
             return self.refuse(
                 x,
@@ -954,7 +965,7 @@ impl Server {
     }
 
     /// GET without `Last-Event-ID`: connects the session's standalone stream.
-    fn attach_get(&mut self, now: Instant, x: u64, s: u64) {
+    fn attach_get(&mut self, now: Instant, x: ExchangeId, s: SessionId) {
         let existing = self.sessions[&s].get;
         let t = match existing {
             Some(t) if self.streams[&t].conn.is_some() => {
@@ -985,7 +996,7 @@ impl Server {
 
     /// The legacy HTTP+SSE stream: a session of its own, announced by the `endpoint`
     /// event (LEGACY-1, LEGACY-2).
-    fn open_legacy(&mut self, now: Instant, x: u64) {
+    fn open_legacy(&mut self, now: Instant, x: ExchangeId) {
         let s = match self.mint_session(now, x, ProtocolVersion::V2024_11_05, true) {
             Ok(s) => s,
             Err(refuse) => return self.refuse(x, refuse),
@@ -1014,7 +1025,7 @@ impl Server {
 
     /// A POST to the legacy messages path: 202 once parsed; everything the server
     /// answers goes on the session's stream (LEGACY-3, LEGACY-4).
-    fn legacy_post(&mut self, now: Instant, x: u64, s: u64, body: Bytes) {
+    fn legacy_post(&mut self, now: Instant, x: ExchangeId, s: SessionId, body: Bytes) {
         let parsed = body_text(body).and_then(|text| {
             self.classifier
                 .envelopes(text, ProtocolVersion::V2024_11_05)
@@ -1036,21 +1047,27 @@ impl Server {
         };
         match message.kind() {
             Kind::Request => {
-                if let Err(body) = self.open_request(x, Some(s), s, version, Era::HttpSse, message)
-                    && let Some(t) = self.sessions[&s].get
+                if let Err(body) = self.open_request(
+                    x,
+                    Some(s),
+                    Scope::Session(s),
+                    version,
+                    Era::HttpSse,
+                    message,
+                ) && let Some(t) = self.sessions[&s].get
                     && let Ok(text) = std::str::from_utf8(&body)
                 {
                     self.write_frame(now, t, text);
                 }
             }
-            Kind::Notification => self.notification(now, Some(s), s, message),
+            Kind::Notification => self.notification(now, Some(s), Scope::Session(s), message),
             Kind::Response | Kind::Error => self.client_response(Some(s), message),
         }
         self.finish_with(x, empty_head(StatusCode::ACCEPTED), None);
     }
 
     /// Ends a session and everything it holds.
-    pub(super) fn close_session_key(&mut self, s: u64, reason: CloseReason) {
+    pub(super) fn close_session_key(&mut self, s: SessionId, reason: CloseReason) {
         let Some(session) = self.sessions.remove(&s) else {
             return;
         };
@@ -1078,10 +1095,10 @@ impl Server {
         }
         // The session's open requests are the `by_id` entries scoped to it (ids order from
         // the least integer up).
-        let open: Vec<u64> = self
+        let open: Vec<RequestHandle> = self
             .by_id
-            .range((s, RequestId::int(i64::MIN))..)
-            .take_while(|((scope, _), _)| *scope == s)
+            .range((Scope::Session(s), RequestId::int(i64::MIN))..)
+            .take_while(|((scope, _), _)| *scope == Scope::Session(s))
             .map(|(_, h)| *h)
             .collect();
         for h in open {
@@ -1098,10 +1115,8 @@ impl Server {
         }
         // Exchanges still naming `s` find it gone: session keys are never reused.
         self.store.drop_session(&s);
-        self.events.push_back(Event::SessionClosed {
-            session: SessionId(s),
-            reason,
-        });
+        self.events
+            .push_back(Event::SessionClosed { session: s, reason });
     }
 }
 

@@ -131,7 +131,7 @@ pub use shard::shard_of;
 use crate::Entropy;
 use crate::jsonrpc::{Classifier, Pending, RequestId};
 use crate::resume::{Epoch, EventStore, MemoryStore};
-use state::{Exchange, OpenRequest, Session, Stream, Timer};
+use state::{Exchange, OpenRequest, Scope, Session, Stream, Timer};
 
 /// The event queue capacity kept once it drains: enough for the usual few events per
 /// input, so only a burst beyond it is allocated again.
@@ -146,23 +146,23 @@ pub struct Server {
     entropy: Box<dyn Entropy + Send>,
     authorizer: Option<Authorizer>,
     classifier: Classifier,
-    store: MemoryStore<u64>,
+    store: MemoryStore<SessionId>,
     /// One counter for every record, so no two records share a key; it counts in steps
     /// of the shard count from `1 + index`, so no two shards share one either.
     next: u64,
-    exchanges: BTreeMap<u64, Exchange>,
-    sessions: BTreeMap<u64, Session>,
+    exchanges: BTreeMap<ExchangeId, Exchange>,
+    sessions: BTreeMap<SessionId, Session>,
     // INVARIANT: `session_ids` maps exactly the `wire` of every session in `sessions`.
-    session_ids: BTreeMap<Box<str>, u64>,
+    session_ids: BTreeMap<Box<str>, SessionId>,
     // INVARIANT: `peers` counts the sessions of each peer address, and holds no zero.
     peers: BTreeMap<std::net::IpAddr, usize>,
-    streams: BTreeMap<u64, Stream>,
-    requests: BTreeMap<u64, OpenRequest>,
+    streams: BTreeMap<StreamId, Stream>,
+    requests: BTreeMap<RequestHandle, OpenRequest>,
     // INVARIANT: `by_id` maps (scope, id) of exactly the entries of `requests`.
-    by_id: BTreeMap<(u64, RequestId), u64>,
-    server_requests: Pending<u64>,
+    by_id: BTreeMap<(Scope, RequestId), RequestHandle>,
+    server_requests: Pending<SessionId>,
     timers: BTreeSet<(Instant, Timer)>,
-    ready: VecDeque<u64>,
+    ready: VecDeque<ExchangeId>,
     events: VecDeque<Event>,
     scratch: BytesMut,
     /// The latest time an input carried: when a write happened, for heartbeats.
@@ -228,12 +228,12 @@ impl Server {
 
     /// The `Mcp-Session-Id` value of a live session.
     pub fn session_header(&self, session: SessionId) -> Option<&str> {
-        self.sessions.get(&session.0).map(|s| &*s.wire)
+        self.sessions.get(&session).map(|s| &*s.wire)
     }
 
     /// The negotiated protocol version of a live session.
     pub fn session_version(&self, session: SessionId) -> Option<crate::ProtocolVersion> {
-        self.sessions.get(&session.0).map(|s| s.version)
+        self.sessions.get(&session).map(|s| s.version)
     }
 
     /// How many sessions are live.
@@ -267,7 +267,7 @@ impl Server {
     pub fn poll_ready(&mut self) -> Option<ExchangeId> {
         while let Some(x) = self.ready.pop_front() {
             if self.exchanges.get(&x).is_some_and(|e| !e.out.is_empty()) {
-                return Some(ExchangeId(x));
+                return Some(x);
             }
             if let Some(e) = self.exchanges.get_mut(&x) {
                 e.readied = false;
@@ -287,7 +287,7 @@ impl Server {
     /// as it can (after running the application on the request) writes less.
     #[must_use]
     pub fn poll_transmit(&mut self, exchange: ExchangeId) -> Option<Transmit> {
-        let x = exchange.0;
+        let x = exchange;
         let e = self.exchanges.get_mut(&x)?;
         let Some(mut t) = e.out.pop_front() else {
             e.readied = false;
@@ -357,10 +357,8 @@ impl Server {
             if let Some(s) = self.sessions.get_mut(&session) {
                 s.server_requests.remove(&id);
             }
-            self.events.push_back(Event::RequestTimedOut {
-                session: SessionId(session),
-                id,
-            });
+            self.events
+                .push_back(Event::RequestTimedOut { session, id });
         }
         self.store.handle_timeout(now);
     }
@@ -506,14 +504,15 @@ impl Server {
         }
     }
 
-    fn id(&mut self) -> u64 {
+    /// The next number for a record's key (see `next`).
+    fn key(&mut self) -> u64 {
         let id = self.next;
         self.next += self.config.shard.1 as u64;
         id
     }
 
     /// Queues `t` on exchange `x` and reports it ready.
-    fn push(&mut self, x: u64, t: Transmit) {
+    fn push(&mut self, x: ExchangeId, t: Transmit) {
         let Some(e) = self.exchanges.get_mut(&x) else {
             return;
         };
@@ -542,7 +541,7 @@ impl Server {
     }
 
     /// Forgets exchange `x`: it ended or its client went away.
-    fn forget_exchange(&mut self, x: u64) {
+    fn forget_exchange(&mut self, x: ExchangeId) {
         let Some(e) = self.exchanges.remove(&x) else {
             return;
         };
@@ -568,7 +567,7 @@ impl Server {
     }
 
     /// A session lost one of its exchanges: with none left, its idle clock runs.
-    fn exchange_left_session(&mut self, s: u64) {
+    fn exchange_left_session(&mut self, s: SessionId) {
         let Some(session) = self.sessions.get_mut(&s) else {
             return;
         };

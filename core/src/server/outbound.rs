@@ -10,7 +10,7 @@ use http::header::{self, HeaderName, HeaderValue};
 use super::Server;
 use super::check::SESSION_ID;
 use super::config::ResponseMode;
-use super::ids::{RequestHandle, SessionId};
+use super::ids::{ExchangeId, RequestHandle, SessionId, StreamId};
 use super::inbound::{empty_head, json_head};
 use super::output::{CloseReason, Delivery, Era, SendError, Target, Transmit};
 use super::state::{Phase, Stream, StreamKind, Timer};
@@ -25,7 +25,7 @@ const HEARTBEAT: &[u8] = b":\n\n";
 /// Where a message goes: a stream, or nowhere (the request's connection is gone and its
 /// stream was not resumable).
 enum Route {
-    Stream(u64),
+    Stream(StreamId),
     Nowhere,
 }
 
@@ -44,12 +44,7 @@ impl Server {
         result: &dyn ToJson,
     ) -> Result<Delivery, SendError> {
         let id = self.open_id(request)?;
-        self.answer(
-            now,
-            request.0,
-            &Outgoing::Response { id: &id, result },
-            false,
-        )
+        self.answer(now, request, &Outgoing::Response { id: &id, result }, false)
     }
 
     /// Answers an open request with an error response.
@@ -71,7 +66,7 @@ impl Server {
             message,
             data,
         };
-        self.answer(now, request.0, &error, true)
+        self.answer(now, request, &error, true)
     }
 
     /// Sends a notification to `target` (HTTP-POST-9, HTTP-GET-4).
@@ -111,11 +106,11 @@ impl Server {
         let session = match target {
             Target::Request(h) => {
                 self.requests
-                    .get(&h.0)
+                    .get(&h)
                     .ok_or(SendError::UnknownRequest)?
                     .session
             }
-            Target::Session(s) => Some(s.0),
+            Target::Session(s) => Some(s),
         };
         let s = session.ok_or(SendError::NoStream)?;
         let route = self.route_target(now, target)?;
@@ -149,8 +144,8 @@ impl Server {
     /// 404 (SESSION-7). Returns whether it was live.
     pub fn close_session(&mut self, now: Instant, session: SessionId) -> bool {
         self.clock(now);
-        let live = self.sessions.contains_key(&session.0);
-        self.close_session_key(session.0, CloseReason::Closed);
+        let live = self.sessions.contains_key(&session);
+        self.close_session_key(session, CloseReason::Closed);
         live
     }
 
@@ -161,11 +156,11 @@ impl Server {
     pub fn shutdown(&mut self, now: Instant) {
         self.clock(now);
         self.shutting_down = true;
-        let sessions: Vec<u64> = self.sessions.keys().copied().collect();
+        let sessions: Vec<SessionId> = self.sessions.keys().copied().collect();
         for s in sessions {
             self.close_session_key(s, CloseReason::Shutdown);
         }
-        let awaiting: Vec<u64> = self
+        let awaiting: Vec<ExchangeId> = self
             .exchanges
             .iter()
             .filter(|(_, e)| matches!(e.phase, Phase::Body | Phase::Awaiting))
@@ -178,7 +173,7 @@ impl Server {
 
     fn open_id(&self, request: RequestHandle) -> Result<RequestId, SendError> {
         self.requests
-            .get(&request.0)
+            .get(&request)
             .map(|r| r.id.clone())
             .ok_or(SendError::UnknownRequest)
     }
@@ -192,7 +187,7 @@ impl Server {
     fn answer(
         &mut self,
         now: Instant,
-        h: u64,
+        h: RequestHandle,
         message: &Outgoing<'_>,
         is_error: bool,
     ) -> Result<Delivery, SendError> {
@@ -237,9 +232,9 @@ impl Server {
     /// (`ResponseMode::Auto`) or the session's GET stream (detached, with a backlog).
     fn route_target(&mut self, now: Instant, target: Target) -> Result<Route, SendError> {
         let session = match target {
-            Target::Session(s) => s.0,
+            Target::Session(s) => s,
             Target::Request(h) => {
-                let req = self.requests.get(&h.0).ok_or(SendError::UnknownRequest)?;
+                let req = self.requests.get(&h).ok_or(SendError::UnknownRequest)?;
                 if req.era == Era::HttpSse {
                     return req.stream.map(Route::Stream).ok_or(SendError::NoStream);
                 }
@@ -291,7 +286,7 @@ impl Server {
     }
 
     /// Writes JSON text that is already encoded (an immediate error) as a frame of `t`.
-    pub(super) fn write_frame(&mut self, now: Instant, t: u64, text: &str) {
+    pub(super) fn write_frame(&mut self, now: Instant, t: StreamId, text: &str) {
         let _ = self.emit_with(now, t, |fields, dst| {
             Encoder::new().encode_event(fields, text, dst);
             Ok(())
@@ -301,7 +296,7 @@ impl Server {
     /// The one writer of message frames: the id from the stream's ring (if resumable),
     /// retained before it is written (SSE-ENC-11), then handed to the live connection or
     /// the backlog.
-    fn emit_with<F>(&mut self, now: Instant, t: u64, encode: F) -> Result<Delivery, SendError>
+    fn emit_with<F>(&mut self, now: Instant, t: StreamId, encode: F) -> Result<Delivery, SendError>
     where
         F: FnOnce(&EventFields<'_>, &mut BytesMut) -> Result<(), EncodeError>,
     {
@@ -339,7 +334,7 @@ impl Server {
 
     /// Gives a frame to `t`'s live connection, else its backlog (GET streams), else
     /// leaves it in the ring.
-    fn hand_on(&mut self, t: u64, frame: Bytes) -> Delivery {
+    fn hand_on(&mut self, t: StreamId, frame: Bytes) -> Delivery {
         let stream = self.streams.get_mut(&t).expect("stream exists");
         if let Some(x) = stream.conn {
             self.push_data(x, frame);
@@ -361,7 +356,7 @@ impl Server {
     /// last frame it was handed). The check is on what is already queued, so a frame
     /// larger than the bound still goes to a reader that keeps up, and frames queued in
     /// the same call as it (a priming event) are not thrown away with it.
-    fn push_data(&mut self, x: u64, frame: Bytes) {
+    fn push_data(&mut self, x: ExchangeId, frame: Bytes) {
         let Some(e) = self.exchanges.get_mut(&x) else {
             return;
         };
@@ -388,8 +383,8 @@ impl Server {
     /// replays them from the ring anyway). Heartbeats are dropped.
     pub(super) fn keep_untaken(
         &mut self,
-        t: u64,
-        x: u64,
+        t: StreamId,
+        x: ExchangeId,
         untaken: std::collections::VecDeque<Transmit>,
     ) {
         let Some(stream) = self.streams.get_mut(&t) else {
@@ -409,7 +404,7 @@ impl Server {
 
     /// A request is answered or cancelled: forget it and let its stream or JSON body go
     /// on.
-    pub(super) fn settle(&mut self, now: Instant, h: u64) {
+    pub(super) fn settle(&mut self, now: Instant, h: RequestHandle) {
         let Some(req) = self.close_request(h) else {
             return;
         };
@@ -438,7 +433,7 @@ impl Server {
     }
 
     /// Forgets open request `h` (bookkeeping only).
-    pub(super) fn close_request(&mut self, h: u64) -> Option<super::state::OpenRequest> {
+    pub(super) fn close_request(&mut self, h: RequestHandle) -> Option<super::state::OpenRequest> {
         let req = self.requests.remove(&h)?;
         self.by_id.remove(&(req.scope, req.id.clone()));
         if let Some(s) = req.session
@@ -456,7 +451,7 @@ impl Server {
 
     /// Writes the collected JSON body (an array for a batch, BATCH-3), or 202 if nothing
     /// remains to say (every request was cancelled).
-    pub(super) fn finish_json(&mut self, x: u64) {
+    pub(super) fn finish_json(&mut self, x: ExchangeId) {
         let Some(e) = self.exchanges.get_mut(&x) else {
             return;
         };
@@ -486,7 +481,7 @@ impl Server {
         self.finish_with(x, head, Some(body));
     }
 
-    fn session_header_on(&self, head: &mut http::response::Parts, session: Option<u64>) {
+    fn session_header_on(&self, head: &mut http::response::Parts, session: Option<SessionId>) {
         if let Some(s) = session.and_then(|s| self.sessions.get(&s))
             && !s.legacy
         {
@@ -498,7 +493,7 @@ impl Server {
 
     /// Turns an awaiting POST into an SSE stream: the head, the priming event, any
     /// answers already collected, then live frames.
-    pub(super) fn open_post_stream(&mut self, now: Instant, x: u64) -> u64 {
+    pub(super) fn open_post_stream(&mut self, now: Instant, x: ExchangeId) -> StreamId {
         let e = self.exchanges.get_mut(&x).expect("awaiting exchange");
         let session = e.session;
         let immediate = std::mem::take(&mut e.json);
@@ -535,8 +530,8 @@ impl Server {
 
     /// A new stream of `session` (resumable when the session has one and the store takes
     /// its ring; primed on 2025-11-25).
-    pub(super) fn new_stream(&mut self, session: Option<u64>, kind: StreamKind) -> u64 {
-        let t = self.id();
+    pub(super) fn new_stream(&mut self, session: Option<SessionId>, kind: StreamKind) -> StreamId {
+        let t = StreamId(self.key());
         let mut ring = None;
         let mut primed = false;
         if let Some(s) = session
@@ -570,7 +565,7 @@ impl Server {
     }
 
     /// The SSE response head (SSE-ENC-1, SSE-ENC-10).
-    pub(super) fn stream_head(&mut self, x: u64) {
+    pub(super) fn stream_head(&mut self, x: ExchangeId) {
         let session = self.exchanges.get(&x).and_then(|e| e.session);
         let mut head = empty_head(StatusCode::OK);
         let h = &mut head.headers;
@@ -588,7 +583,7 @@ impl Server {
     }
 
     /// The priming event (RESUME-8): the ring's next id, empty data, and `retry`.
-    pub(super) fn prime(&mut self, now: Instant, s: u64, ring: RingId, x: u64) {
+    pub(super) fn prime(&mut self, now: Instant, s: SessionId, ring: RingId, x: ExchangeId) {
         let Ok(id) = self.store.next_id(&s, ring) else {
             return;
         };
@@ -601,7 +596,7 @@ impl Server {
 
     /// A `retry` block (no event) at the start of a connection whose first frames are
     /// not a priming event.
-    pub(super) fn push_retry(&mut self, x: u64) {
+    pub(super) fn push_retry(&mut self, x: ExchangeId) {
         if let Some(retry) = self.config.retry {
             Encoder::new().encode_retry(retry, &mut self.scratch);
             let frame = self.scratch.split().freeze();
@@ -610,7 +605,7 @@ impl Server {
     }
 
     /// Makes `x` the live connection of `t`, with its heartbeat and polling timers.
-    pub(super) fn attach(&mut self, now: Instant, t: u64, x: u64) {
+    pub(super) fn attach(&mut self, now: Instant, t: StreamId, x: ExchangeId) {
         let stream = self.streams.get_mut(&t).expect("stream exists");
         stream.conn = Some(x);
         let done = stream.done;
@@ -632,7 +627,7 @@ impl Server {
     }
 
     /// `x` is no longer `t`'s connection. A stream nothing can resume goes with it.
-    pub(super) fn detach(&mut self, t: u64, x: u64) {
+    pub(super) fn detach(&mut self, t: StreamId, x: ExchangeId) {
         let Some(stream) = self.streams.get_mut(&t) else {
             return;
         };
@@ -654,7 +649,7 @@ impl Server {
 
     /// A POST stream owes nothing more: it ends (HTTP-POST-11); its frames linger for
     /// resumes (docs/requirements.md §14.2).
-    fn stream_done(&mut self, now: Instant, t: u64) {
+    fn stream_done(&mut self, now: Instant, t: StreamId) {
         let Some(stream) = self.streams.get_mut(&t) else {
             return;
         };
@@ -673,7 +668,7 @@ impl Server {
     }
 
     /// Forgets stream `t` and its ring.
-    pub(super) fn remove_stream(&mut self, t: u64) {
+    pub(super) fn remove_stream(&mut self, t: StreamId) {
         let Some(stream) = self.streams.remove(&t) else {
             return;
         };
@@ -700,7 +695,7 @@ impl Server {
     /// the driver closes its connection with the response unfinished
     /// ([`Transmit::Abort`]), so that neither the client nor a proxy takes it for a
     /// complete stream. An untaken head stays, so the driver still sees one first.
-    pub(super) fn supersede(&mut self, x: u64) {
+    pub(super) fn supersede(&mut self, x: ExchangeId) {
         let Some(e) = self.exchanges.get_mut(&x) else {
             return;
         };
@@ -719,7 +714,7 @@ impl Server {
     }
 
     /// Ends `x`'s response (polling, or a reader too slow).
-    pub(super) fn end_exchange(&mut self, x: u64) {
+    pub(super) fn end_exchange(&mut self, x: ExchangeId) {
         if let Some(t) = self.exchanges.get_mut(&x).and_then(|e| e.stream.take()) {
             self.detach(t, x);
         }
@@ -727,7 +722,7 @@ impl Server {
     }
 
     /// A heartbeat is due on `x` if it wrote nothing for an interval (SSE-ENC-7).
-    pub(super) fn heartbeat(&mut self, now: Instant, x: u64) {
+    pub(super) fn heartbeat(&mut self, now: Instant, x: ExchangeId) {
         let Some(every) = self.config.heartbeat else {
             return;
         };

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 
+use super::ids::{ExchangeId, RequestHandle, SessionId, StreamId};
 use super::output::{Era, Transmit};
 use crate::ProtocolVersion;
 use crate::jsonrpc::RequestId;
@@ -21,7 +22,7 @@ pub(super) enum Route {
     /// DELETE on the MCP endpoint.
     Delete,
     /// POST to the legacy messages path, for this session.
-    LegacyPost(u64),
+    LegacyPost(SessionId),
     /// Already answered at the head (a refusal); the body is ignored.
     Refused,
 }
@@ -48,9 +49,9 @@ pub(super) struct Exchange {
     pub(super) era: Era,
     pub(super) phase: Phase,
     /// The session the exchange was admitted to (validated), if any.
-    pub(super) session: Option<u64>,
+    pub(super) session: Option<SessionId>,
     /// The `Mcp-Session-Id` the head carried, before validation.
-    pub(super) session_header: Option<Result<u64, ()>>,
+    pub(super) session_header: Option<Result<SessionId, ()>>,
     /// The `MCP-Protocol-Version` header: absent, a known version, or unknown text.
     pub(super) version_header: Option<Result<ProtocolVersion, String>>,
     pub(super) last_event_id: Option<Bytes>,
@@ -67,7 +68,7 @@ pub(super) struct Exchange {
     /// `End` is queued: nothing more is added.
     pub(super) ended: bool,
     /// The SSE stream this exchange is the live connection of.
-    pub(super) stream: Option<u64>,
+    pub(super) stream: Option<StreamId>,
     /// Responses owed by this exchange's body that will be written as its JSON body.
     pub(super) json_owed: usize,
     /// The JSON texts collected for the body, in answer order.
@@ -75,7 +76,7 @@ pub(super) struct Exchange {
     /// Whether the body was a batch (the JSON body is then an array, BATCH-3).
     pub(super) batch: bool,
     /// The open requests this exchange's body made.
-    pub(super) requests: Vec<u64>,
+    pub(super) requests: Vec<RequestHandle>,
     pub(super) last_write: Instant,
     /// When an awaiting POST turns into a stream, while its entry is in the timers (it is
     /// taken out as soon as a head is queued, so an answer given at once leaves none).
@@ -148,9 +149,9 @@ pub(super) struct Session {
     /// Client requests open (handed to the application, not yet answered).
     pub(super) open_requests: usize,
     /// The session's GET (or legacy) stream.
-    pub(super) get: Option<u64>,
+    pub(super) get: Option<StreamId>,
     /// Every stream of the session.
-    pub(super) streams: BTreeSet<u64>,
+    pub(super) streams: BTreeSet<StreamId>,
     /// Server→client requests awaiting a response.
     pub(super) server_requests: BTreeSet<RequestId>,
 }
@@ -169,11 +170,11 @@ pub(super) enum StreamKind {
 /// One SSE stream: the logical stream, which outlives its connections when resumable.
 #[derive(Debug)]
 pub(super) struct Stream {
-    pub(super) session: Option<u64>,
+    pub(super) session: Option<SessionId>,
     pub(super) kind: StreamKind,
     pub(super) ring: Option<RingId>,
     /// The live connection.
-    pub(super) conn: Option<u64>,
+    pub(super) conn: Option<ExchangeId>,
     /// Frames for the GET stream not yet handed to any connection (the backlog).
     pub(super) backlog: VecDeque<Bytes>,
     /// Every response it owed was sent: the stream is finished and lingers for resumes.
@@ -182,18 +183,29 @@ pub(super) struct Stream {
     pub(super) primed: bool,
 }
 
+/// Where a request id must be unique (JSONRPC-3): its session, or, with no session,
+/// the exchange whose body carried it. Sessions order before exchanges, so a session's
+/// requests are one range of the id index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Scope {
+    /// The session's requests.
+    Session(SessionId),
+    /// A request without a session.
+    Exchange(ExchangeId),
+}
+
 /// An open client request.
 #[derive(Debug)]
 pub(super) struct OpenRequest {
     /// The session, or for stateless servers none.
-    pub(super) session: Option<u64>,
-    /// The scope its id is unique in: the session, or the exchange when stateless.
-    pub(super) scope: u64,
+    pub(super) session: Option<SessionId>,
+    /// The scope its id is unique in.
+    pub(super) scope: Scope,
     pub(super) id: RequestId,
     /// The exchange whose body carried it (gone after a disconnect).
-    pub(super) exchange: Option<u64>,
+    pub(super) exchange: Option<ExchangeId>,
     /// The stream that owes its response, once one is open.
-    pub(super) stream: Option<u64>,
+    pub(super) stream: Option<StreamId>,
     pub(super) era: Era,
     pub(super) initialize: bool,
 }
@@ -203,13 +215,13 @@ pub(super) struct OpenRequest {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Timer {
     /// A connection's heartbeat (SSE-ENC-7).
-    Heartbeat(u64),
+    Heartbeat(ExchangeId),
     /// SEP-1699 polling: close a connection (RESUME-9).
-    PollClose(u64),
+    PollClose(ExchangeId),
     /// An awaiting POST is answered as a stream (RESUME-15, `Config::with_stream_after`).
-    StreamAfter(u64),
+    StreamAfter(ExchangeId),
     /// A session's idle deadline (SESSION-7).
-    Idle(u64),
+    Idle(SessionId),
     /// A finished stream's frames may go (docs/requirements.md §14.2).
-    Linger(u64),
+    Linger(StreamId),
 }
