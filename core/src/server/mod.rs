@@ -107,14 +107,19 @@
 //!   state in its own exchange and may go to any shard. The shards give every answer an
 //!   unsharded server would, and count their sessions against one bound together.
 
+mod admit;
 mod check;
 mod config;
+mod dispatch;
 mod ids;
-mod inbound;
 mod outbound;
 mod output;
+mod refuse;
+mod route;
 mod shard;
 mod state;
+mod streams;
+mod teardown;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
@@ -303,7 +308,7 @@ impl Server {
                 {
                     head.headers.insert(
                         http::header::CONTENT_LENGTH,
-                        inbound::content_length(e.unsent),
+                        refuse::content_length(e.unsent),
                     );
                 }
             }

@@ -1,5 +1,5 @@
 //! The server's records: exchanges, sessions, streams, open requests and timers. Plain
-//! data; the decisions are in `inbound` and `outbound`.
+//! data; the decisions are in the modules beside it.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Instant;

@@ -1,0 +1,326 @@
+//! Dispatch: the messages of a body handed to the application or the correlation table,
+//! and what the POST is answered with (HTTP-POST-5…12, BATCH-3, LEGACY-3, LEGACY-4).
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::StatusCode;
+
+use super::Server;
+use super::admit::negotiate;
+use super::config::ResponseMode;
+use super::ids::{ExchangeId, RequestHandle, SessionId};
+use super::output::{Era, Event, IncomingRequest, error_body};
+use super::refuse::{Refuse, empty_head, parse_refusal, session_not_found};
+use super::state::{OpenRequest, Phase, Scope};
+use crate::ProtocolVersion;
+use crate::jsonrpc::{Envelope, Envelopes, ErrorCode, Kind, RequestId, body_text};
+
+/// `{"requestId": …, "reason": …}` of `notifications/cancelled`.
+pub(super) fn cancelled_params(params: &str) -> Option<(RequestId, Option<String>)> {
+    let value: serde_json::Value = serde_json::from_str(params).ok()?;
+    let id = match value.get("requestId")? {
+        serde_json::Value::String(s) => RequestId::string(s),
+        serde_json::Value::Number(n) => RequestId::int(n.as_i64()?),
+        _ => return None,
+    };
+    let reason = value
+        .get("reason")
+        .and_then(|r| r.as_str())
+        .map(str::to_owned);
+    Some((id, reason))
+}
+
+impl Server {
+    /// A POST body on the MCP endpoint.
+    pub(super) fn post(&mut self, now: Instant, x: ExchangeId, body: Bytes) {
+        let era = self.exchanges[&x].era;
+        if era == Era::Sessionless {
+            return self.unsupported_revision(x);
+        }
+        // The version the body is parsed under: the header's, else the session's.
+        let session_hint = match self.exchanges[&x].session_header {
+            Some(Ok(s)) => self.sessions.get(&s).map(|s| s.version),
+            _ => None,
+        };
+        let parse_version = match (&self.exchanges[&x].version_header, session_hint) {
+            (_, Some(v)) => v,
+            (Some(Ok(v)), None) => *v,
+            _ => ProtocolVersion::V2025_03_26,
+        };
+        let parsed =
+            body_text(body).and_then(|text| self.classifier.envelopes(text, parse_version));
+        let envelopes = match parsed {
+            Ok(envelopes) => envelopes,
+            Err(e) => return self.refuse(x, parse_refusal(&e)),
+        };
+        let initialize = match &envelopes {
+            Envelopes::Single(m) => m.kind() == Kind::Request && m.method() == Some("initialize"),
+            Envelopes::Batch(_) => false,
+        };
+        let admitted = if initialize {
+            self.initialize_session(now, x, &envelopes)
+        } else {
+            self.admit(x, now)
+        };
+        let (session, version) = match admitted {
+            Ok(v) => v,
+            Err(refuse) => return self.refuse(x, refuse),
+        };
+        self.dispatch(now, x, session, version, envelopes);
+    }
+
+    /// A POST to the legacy messages path: 202 once parsed; everything the server
+    /// answers goes on the session's stream (LEGACY-3, LEGACY-4).
+    pub(super) fn legacy_post(&mut self, now: Instant, x: ExchangeId, s: SessionId, body: Bytes) {
+        let parsed = body_text(body).and_then(|text| {
+            self.classifier
+                .envelopes(text, ProtocolVersion::V2024_11_05)
+        });
+        let envelopes = match parsed {
+            Ok(envelopes) => envelopes,
+            Err(e) => return self.refuse(x, parse_refusal(&e)),
+        };
+        let Some(session) = self.sessions.get_mut(&s) else {
+            return self.refuse(x, session_not_found());
+        };
+        session.last_active = now;
+        let version = session.version;
+        let Envelopes::Single(message) = envelopes else {
+            return self.refuse(
+                x,
+                Refuse::new(StatusCode::BAD_REQUEST, "batches are not allowed"),
+            );
+        };
+        match message.kind() {
+            Kind::Request => {
+                if let Err(body) = self.open_request(
+                    x,
+                    Some(s),
+                    Scope::Session(s),
+                    version,
+                    Era::HttpSse,
+                    message,
+                ) && let Some(t) = self.sessions[&s].get
+                    && let Ok(text) = std::str::from_utf8(&body)
+                {
+                    self.write_frame(now, t, text);
+                }
+            }
+            Kind::Notification => self.notification(now, Some(s), Scope::Session(s), message),
+            Kind::Response | Kind::Error => self.client_response(Some(s), message),
+        }
+        self.finish_with(x, empty_head(StatusCode::ACCEPTED), None);
+    }
+
+    /// Hands every message of a body to the application (or the correlation table) and
+    /// decides the response: 202, or the responses owed.
+    pub(super) fn dispatch(
+        &mut self,
+        now: Instant,
+        x: ExchangeId,
+        session: Option<SessionId>,
+        version: ProtocolVersion,
+        envelopes: Envelopes,
+    ) {
+        let era = self.exchanges[&x].era;
+        // One message or a batch's, without collecting the one into a Vec.
+        let (mut single, mut many);
+        let (items, batch): (&mut dyn Iterator<Item = Result<Envelope, _>>, bool) = match envelopes
+        {
+            Envelopes::Single(m) => {
+                single = std::iter::once(Ok(m));
+                (&mut single, false)
+            }
+            Envelopes::Batch(items) => {
+                many = items.into_iter();
+                (&mut many, true)
+            }
+        };
+        let scope = session.map_or(Scope::Exchange(x), Scope::Session);
+        let mut immediate = Vec::new();
+        for item in items {
+            let message = match item {
+                Ok(m) => m,
+                Err(shape) => {
+                    let message = shape.to_string();
+                    immediate.push(error_body(
+                        shape.id.as_ref(),
+                        ErrorCode::INVALID_REQUEST,
+                        &message,
+                    ));
+                    continue;
+                }
+            };
+            match message.kind() {
+                Kind::Request => {
+                    if let Err(body) = self.open_request(x, session, scope, version, era, message) {
+                        immediate.push(body);
+                    }
+                }
+                Kind::Notification => self.notification(now, session, scope, message),
+                Kind::Response | Kind::Error => self.client_response(session, message),
+            }
+        }
+        let e = self.exchanges.get_mut(&x).expect("exchange exists");
+        e.batch = batch;
+        e.phase = Phase::Awaiting;
+        // The requests still open: a batch may have cancelled one of its own.
+        let owed = e.requests.len();
+        if owed == 0 && immediate.is_empty() {
+            // HTTP-POST-5: only notifications and responses.
+            let head = empty_head(StatusCode::ACCEPTED);
+            return self.finish_with(x, head, None);
+        }
+        e.json_owed = owed;
+        e.json = immediate;
+        if owed == 0 {
+            return self.finish_json(x);
+        }
+        match (self.config.response, self.config.stream_after) {
+            (ResponseMode::Sse, _) => {
+                self.open_post_stream(now, x);
+            }
+            (ResponseMode::Auto, Some(after)) => {
+                let at = now + after;
+                self.exchanges
+                    .get_mut(&x)
+                    .expect("exchange exists")
+                    .stream_after = Some(at);
+                self.timers
+                    .insert((at, super::state::Timer::StreamAfter(x)));
+            }
+            _ => {}
+        }
+    }
+
+    /// Registers one client request and hands it to the application; `Err` is the error
+    /// response to write for it at once.
+    pub(super) fn open_request(
+        &mut self,
+        x: ExchangeId,
+        session: Option<SessionId>,
+        scope: Scope,
+        version: ProtocolVersion,
+        era: Era,
+        message: Envelope,
+    ) -> Result<(), Bytes> {
+        let id = message.id().cloned().expect("a request has an id");
+        let initialize = message.method() == Some("initialize");
+        if self.by_id.contains_key(&(scope, id.clone())) {
+            // JSONRPC-3: an id still in flight in this session.
+            return Err(error_body(
+                Some(&id),
+                ErrorCode::INVALID_REQUEST,
+                "request id already in flight",
+            ));
+        }
+        if let Some(s) = session {
+            let session = self.sessions.get_mut(&s).expect("admitted session exists");
+            if session.open_requests >= self.config.max_requests_per_session {
+                return Err(error_body(
+                    Some(&id),
+                    ErrorCode::INVALID_REQUEST,
+                    "too many open requests",
+                ));
+            }
+            if initialize && session.legacy && session.initialized {
+                return Err(error_body(
+                    Some(&id),
+                    ErrorCode::INVALID_REQUEST,
+                    "session already initialized",
+                ));
+            }
+            if initialize {
+                session.initialized = true;
+                if session.legacy {
+                    session.version = negotiate(&message);
+                }
+            }
+            session.open_requests += 1;
+        }
+        let version = match session {
+            Some(s) => self.sessions[&s].version,
+            None if initialize => negotiate(&message),
+            None => version,
+        };
+        let h = RequestHandle(self.key());
+        self.by_id.insert((scope, id.clone()), h);
+        // A legacy request's answer travels on the session's stream (LEGACY-4); the POST
+        // that carried it is answered 202 at once.
+        let legacy_stream = match era {
+            Era::HttpSse => session.and_then(|s| self.sessions[&s].get),
+            _ => None,
+        };
+        self.requests.insert(
+            h,
+            OpenRequest {
+                session,
+                scope,
+                id: id.clone(),
+                exchange: legacy_stream.is_none().then_some(x),
+                stream: legacy_stream,
+                era,
+                initialize,
+            },
+        );
+        if legacy_stream.is_none()
+            && let Some(e) = self.exchanges.get_mut(&x)
+        {
+            e.requests.push(h);
+        }
+        self.events.push_back(Event::Request(IncomingRequest {
+            handle: h,
+            session,
+            version,
+            era,
+            id,
+            message,
+        }));
+        Ok(())
+    }
+
+    pub(super) fn notification(
+        &mut self,
+        now: Instant,
+        session: Option<SessionId>,
+        scope: Scope,
+        message: Envelope,
+    ) {
+        if message.method() == Some("notifications/cancelled")
+            && let Some(params) = message.payload()
+            && let Some((id, reason)) = cancelled_params(params.as_str())
+            && let Some(&h) = self.by_id.get(&(scope, id))
+        {
+            self.settle(now, h);
+            self.events
+                .push_back(Event::Cancelled { request: h, reason });
+            return;
+        }
+        self.events
+            .push_back(Event::Notification { session, message });
+    }
+
+    /// A client's response to a server→client request: correlated by id within the
+    /// session (a response from another session cannot complete it); unknown ids are
+    /// dropped (docs/requirements.md §14.7).
+    pub(super) fn client_response(&mut self, session: Option<SessionId>, message: Envelope) {
+        let Some(s) = session else {
+            return;
+        };
+        let Some(id) = message.id() else {
+            return;
+        };
+        if self.server_requests.token(id) != Some(&s) {
+            return;
+        }
+        let _ = self.server_requests.resolve(id);
+        if let Some(session) = self.sessions.get_mut(&s) {
+            session.server_requests.remove(id);
+        }
+        self.events.push_back(Event::Response {
+            session: s,
+            message,
+        });
+    }
+}

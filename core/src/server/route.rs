@@ -1,0 +1,282 @@
+//! The inputs: request heads, bodies and disconnects, and the path, security and method
+//! checks that route a head (docs/requirements.md §14.13).
+
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use http::header;
+use http::{Method, StatusCode};
+
+use super::Server;
+use super::check::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+use super::config::SessionMode;
+use super::ids::{ExchangeId, PeerAddr};
+use super::output::Era;
+use super::refuse::{Refuse, session_not_found};
+use super::state::{Exchange, Phase, Route};
+use crate::ProtocolVersion;
+
+impl Server {
+    /// A request head arrived: returns the exchange it opens. The head may be answered
+    /// at once (a refusal, 202 or a GET stream); the body, if any, follows with
+    /// [`handle_body`](Self::handle_body) and [`handle_body_end`](Self::handle_body_end).
+    pub fn handle_head(&mut self, now: Instant, head: http::request::Parts) -> ExchangeId {
+        self.clock(now);
+        let x = ExchangeId(self.key());
+        if self.shutting_down {
+            self.exchanges
+                .insert(x, Exchange::new(Route::Refused, Era::Sessions, now));
+            self.refuse_unavailable(x);
+            return x;
+        }
+        let (route, era) = match self.route(&head) {
+            Ok(r) => r,
+            Err(refuse) => {
+                self.exchanges
+                    .insert(x, Exchange::new(Route::Refused, Era::Sessions, now));
+                self.refuse(x, refuse);
+                return x;
+            }
+        };
+        let mut exchange = Exchange::new(route, era, now);
+        exchange.peer = head.extensions.get::<PeerAddr>().map(|p| p.0);
+        exchange.session_header = match check::single(&head.headers, SESSION_ID) {
+            Ok(Some(v)) => Some(self.session_ids.get(v).copied().ok_or(())),
+            Ok(None) => None,
+            Err(()) => Some(Err(())),
+        };
+        exchange.version_header = match check::single(&head.headers, PROTOCOL_VERSION) {
+            Ok(Some(v)) => Some(v.parse().map_err(|_| v.to_owned())),
+            Ok(None) => None,
+            Err(()) => Some(Err(String::new())),
+        };
+        exchange.last_event_id = head
+            .headers
+            .get(LAST_EVENT_ID)
+            .map(|v| Bytes::copy_from_slice(v.as_bytes()));
+        if let Some(len) = head
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+            && len > self.config.max_body as u64
+        {
+            exchange.route = Route::Refused;
+            self.exchanges.insert(x, exchange);
+            self.refuse(
+                x,
+                Refuse::new(StatusCode::PAYLOAD_TOO_LARGE, "request body too large"),
+            );
+            return x;
+        }
+        self.exchanges.insert(x, exchange);
+        match route {
+            Route::Get => self.open_get(now, x),
+            Route::Delete => self.delete(now, x),
+            Route::LegacyPost(_) | Route::Post | Route::Refused => {}
+        }
+        x
+    }
+
+    /// Path, security and method checks, in the documented precedence.
+    pub(super) fn route(&mut self, head: &http::request::Parts) -> Result<(Route, Era), Refuse> {
+        let path = head.uri.path();
+        let legacy = self.config.legacy.as_ref();
+        let endpoint = path == self.config.endpoint;
+        let legacy_sse = legacy.is_some_and(|l| path == l.sse);
+        let legacy_post = legacy.is_some_and(|l| path == l.messages);
+        if !endpoint && !legacy_sse && !legacy_post {
+            return Err(Refuse::new(StatusCode::NOT_FOUND, self.not_found_message()));
+        }
+        if !check::host_allowed(&head.headers, &head.uri, &self.config.hosts) {
+            return Err(Refuse::new(StatusCode::FORBIDDEN, "host not allowed"));
+        }
+        if !check::origin_allowed(&head.headers, &self.config.origins) {
+            return Err(Refuse::new(StatusCode::FORBIDDEN, "origin not allowed"));
+        }
+        if let Some(authorize) = self.authorizer.as_mut()
+            && let Err(refusal) = authorize(head)
+        {
+            let message = if refusal.status == StatusCode::UNAUTHORIZED {
+                "unauthorized"
+            } else {
+                "forbidden"
+            };
+            return Err(Refuse::new(refusal.status, message).challenge(refusal.challenge));
+        }
+        let headers = &head.headers;
+        let sse = check::accepts(headers, "text", "event-stream");
+        if legacy_sse {
+            if head.method != Method::GET {
+                return Err(
+                    Refuse::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").allow("GET"),
+                );
+            }
+            if headers.contains_key(header::ACCEPT) && !sse {
+                return Err(Refuse::new(
+                    StatusCode::NOT_ACCEPTABLE,
+                    "must accept text/event-stream",
+                ));
+            }
+            return Ok((Route::Get, Era::HttpSse));
+        }
+        if legacy_post {
+            if head.method != Method::POST {
+                return Err(
+                    Refuse::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").allow("POST"),
+                );
+            }
+            if !check::is_json_body(headers) {
+                return Err(Refuse::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "content-type must be application/json",
+                ));
+            }
+            let session = head
+                .uri
+                .query()
+                .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("sessionId=")))
+                .and_then(|id| self.session_ids.get(id).copied())
+                .filter(|s| self.sessions.get(s).is_some_and(|s| s.legacy));
+            return match session {
+                Some(s) => Ok((Route::LegacyPost(s), Era::HttpSse)),
+                None => Err(session_not_found()),
+            };
+        }
+        let stateless = self.config.sessions == SessionMode::Stateless;
+        let sessionless = head
+            .headers
+            .get(PROTOCOL_VERSION)
+            .is_some_and(|v| v.as_bytes() == ProtocolVersion::V2026_07_28.as_str().as_bytes());
+        let era = if sessionless {
+            Era::Sessionless
+        } else {
+            Era::Sessions
+        };
+        let allow = match (
+            stateless || sessionless,
+            self.config.get_stream,
+            self.config.delete,
+        ) {
+            (false, true, true) => "GET, POST, DELETE",
+            (false, true, false) => "GET, POST",
+            (false, false, true) => "POST, DELETE",
+            _ => "POST",
+        };
+        match head.method {
+            Method::POST => {
+                if !(sse && check::accepts(headers, "application", "json")) {
+                    return Err(Refuse::new(
+                        StatusCode::NOT_ACCEPTABLE,
+                        "must accept application/json and text/event-stream",
+                    ));
+                }
+                if !check::is_json_body(headers) {
+                    return Err(Refuse::new(
+                        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                        "content-type must be application/json",
+                    ));
+                }
+                Ok((Route::Post, era))
+            }
+            Method::GET if stateless || !self.config.get_stream || sessionless => Err(Refuse::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "no standalone stream",
+            )
+            .allow(allow)),
+            Method::GET => {
+                if !sse {
+                    return Err(Refuse::new(
+                        StatusCode::NOT_ACCEPTABLE,
+                        "must accept text/event-stream",
+                    ));
+                }
+                Ok((Route::Get, era))
+            }
+            Method::DELETE if stateless || !self.config.delete || sessionless => Err(Refuse::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "sessions cannot be deleted",
+            )
+            .allow(allow)),
+            Method::DELETE => Ok((Route::Delete, era)),
+            _ => {
+                Err(Refuse::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").allow(allow))
+            }
+        }
+    }
+
+    /// What a request for another path is told: the paths this server serves, so that a
+    /// newcomer who guessed the path learns the right one.
+    pub(super) fn not_found_message(&self) -> String {
+        let endpoint = &self.config.endpoint;
+        match &self.config.legacy {
+            Some(l) => format!(
+                "not an MCP endpoint: this server's is {endpoint} (legacy HTTP+SSE: GET {})",
+                l.sse
+            ),
+            None => format!("not an MCP endpoint: this server's is {endpoint}"),
+        }
+    }
+
+    /// A chunk of `exchange`'s body. Counted against the body limit as it arrives (413
+    /// at once when passed); ignored once the exchange was answered.
+    pub fn handle_body(&mut self, now: Instant, exchange: ExchangeId, chunk: Bytes) {
+        self.clock(now);
+        let max = self.config.max_body;
+        let Some(e) = self.exchanges.get_mut(&exchange) else {
+            return;
+        };
+        if e.phase != Phase::Body || e.route == Route::Refused || chunk.is_empty() {
+            return;
+        }
+        e.body_len = e.body_len.saturating_add(chunk.len());
+        if e.body_len > max {
+            e.route = Route::Refused;
+            e.body = BytesMut::new();
+            e.first_chunk = None;
+            self.refuse(
+                exchange,
+                Refuse::new(StatusCode::PAYLOAD_TOO_LARGE, "request body too large"),
+            );
+            return;
+        }
+        match e.first_chunk.take() {
+            None if e.body.is_empty() => e.first_chunk = Some(chunk),
+            None => e.body.extend_from_slice(&chunk),
+            Some(first) => {
+                e.body.reserve(first.len() + chunk.len());
+                e.body.extend_from_slice(&first);
+                e.body.extend_from_slice(&chunk);
+            }
+        }
+    }
+
+    /// `exchange`'s body is complete: the message is parsed and dispatched.
+    pub fn handle_body_end(&mut self, now: Instant, exchange: ExchangeId) {
+        self.clock(now);
+        let x = exchange;
+        let Some(e) = self.exchanges.get_mut(&x) else {
+            return;
+        };
+        if e.phase != Phase::Body {
+            return;
+        }
+        e.phase = Phase::Dispatching;
+        let body = match e.first_chunk.take() {
+            Some(first) => first,
+            None => std::mem::take(&mut e.body).freeze(),
+        };
+        match e.route {
+            Route::Post => self.post(now, x, body),
+            Route::LegacyPost(s) => self.legacy_post(now, x, s, body),
+            Route::Get | Route::Delete | Route::Refused => {}
+        }
+    }
+
+    /// The client went away (the connection closed or the request was reset). Not a
+    /// cancellation (HTTP-POST-12): open requests stay open, and a resumable stream keeps
+    /// its frames for a resume. A legacy session ends with its stream.
+    pub fn handle_disconnect(&mut self, now: Instant, exchange: ExchangeId) {
+        self.clock(now);
+        self.forget_exchange(exchange);
+    }
+}
