@@ -8,6 +8,7 @@ use http::header::HeaderValue;
 
 use super::Server;
 use super::config::SessionMode;
+use super::head::{SessionHeader, VersionHeader};
 use super::ids::{ExchangeId, SessionId};
 use super::refuse::{Refuse, no_session_id, session_not_found, unsupported_version};
 use super::state::{Handshake, Session};
@@ -49,30 +50,28 @@ impl Server {
         let session = if stateless {
             None
         } else {
-            match e.session_header {
-                None => {
+            match e.headers.session {
+                SessionHeader::Absent => {
                     return Err(Refuse::new(
                         StatusCode::BAD_REQUEST,
                         "missing Mcp-Session-Id",
                     ));
                 }
-                Some(Err(())) => {
+                SessionHeader::Unknown => return Err(session_not_found()),
+                SessionHeader::Known(s) if self.sessions.get(&s).is_none_or(|s| s.legacy) => {
                     return Err(session_not_found());
                 }
-                Some(Ok(s)) if self.sessions.get(&s).is_none_or(|s| s.legacy) => {
-                    return Err(session_not_found());
-                }
-                Some(Ok(s)) => Some(s),
+                SessionHeader::Known(s) => Some(s),
             }
         };
         let negotiated = session.map(|s| self.sessions[&s].version);
         // §14.9: the session's negotiated version governs; a header must name a served
         // version (VERSION-4), as the TypeScript SDK checks.
-        let version = match (&e.version_header, negotiated) {
-            (Some(Ok(v)), n) if SERVED.contains(v) => n.unwrap_or(*v),
-            (None, n) => n.unwrap_or(ProtocolVersion::V2025_03_26),
-            (Some(Ok(v)), _) => return Err(unsupported_version(v.as_str())),
-            (Some(Err(v)), _) => return Err(unsupported_version(v)),
+        let version = match (&e.headers.version, negotiated) {
+            (VersionHeader::Known(v), n) if SERVED.contains(v) => n.unwrap_or(*v),
+            (VersionHeader::Absent, n) => n.unwrap_or(ProtocolVersion::V2025_03_26),
+            (VersionHeader::Known(v), _) => return Err(unsupported_version(v.as_str())),
+            (VersionHeader::Unknown(v), _) => return Err(unsupported_version(v)),
         };
         if let Some(s) = session {
             let e = self
@@ -99,21 +98,23 @@ impl Server {
             unreachable!("initialize is only recognised as a single message");
         };
         let e = &self.exchanges[&x];
-        match &e.version_header {
-            Some(Err(v)) => return Err(unsupported_version(v)),
-            Some(Ok(v)) if !SERVED.contains(v) => return Err(unsupported_version(v.as_str())),
+        match &e.headers.version {
+            VersionHeader::Unknown(v) => return Err(unsupported_version(v)),
+            VersionHeader::Known(v) if !SERVED.contains(v) => {
+                return Err(unsupported_version(v.as_str()));
+            }
             _ => {}
         }
-        match e.session_header {
-            Some(Ok(s)) if self.sessions.contains_key(&s) => {
+        match e.headers.session {
+            SessionHeader::Known(s) if self.sessions.contains_key(&s) => {
                 return Err(
                     Refuse::new(StatusCode::BAD_REQUEST, "session already initialized")
                         .code(ErrorCode::INVALID_REQUEST)
                         .id(init.id().cloned()),
                 );
             }
-            Some(_) => return Err(session_not_found()),
-            None => {}
+            SessionHeader::Known(_) | SessionHeader::Unknown => return Err(session_not_found()),
+            SessionHeader::Absent => {}
         }
         let version = negotiate(init);
         if self.config.sessions == SessionMode::Stateless {
@@ -133,7 +134,7 @@ impl Server {
         version: ProtocolVersion,
         legacy: bool,
     ) -> Result<SessionId, Refuse> {
-        let peer = self.exchanges[&x].peer;
+        let peer = self.exchanges[&x].headers.peer;
         if !self.make_peer_place(peer) {
             return Err(Refuse::new(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -9,6 +9,7 @@ use http::StatusCode;
 use super::Server;
 use super::admit::negotiate;
 use super::config::ResponseMode;
+use super::head::{SessionHeader, VersionHeader};
 use super::ids::{ExchangeId, RequestHandle, SessionId};
 use super::output::{Era, Event, IncomingRequest, error_body};
 use super::refuse::{Refuse, empty_head, parse_refusal, session_not_found};
@@ -34,18 +35,19 @@ pub(super) fn cancelled_params(params: &str) -> Option<(RequestId, Option<String
 impl Server {
     /// A POST body on the MCP endpoint.
     pub(super) fn post(&mut self, now: Instant, x: ExchangeId, body: Bytes) {
-        let era = self.exchanges[&x].era;
+        let headers = &self.exchanges[&x].headers;
+        let era = headers.era();
         if era == Era::Sessionless {
             return self.unsupported_revision(x);
         }
-        // The version the body is parsed under: the header's, else the session's.
-        let session_hint = match self.exchanges[&x].session_header {
-            Some(Ok(s)) => self.sessions.get(&s).map(|s| s.version),
+        // The version the body is parsed under: the session's, else the header's.
+        let session_hint = match headers.session {
+            SessionHeader::Known(s) => self.sessions.get(&s).map(|s| s.version),
             _ => None,
         };
-        let parse_version = match (&self.exchanges[&x].version_header, session_hint) {
+        let parse_version = match (&headers.version, session_hint) {
             (_, Some(v)) => v,
-            (Some(Ok(v)), None) => *v,
+            (VersionHeader::Known(v), None) => *v,
             _ => ProtocolVersion::V2025_03_26,
         };
         let parsed =
@@ -67,7 +69,7 @@ impl Server {
             Ok(v) => v,
             Err(refuse) => return self.refuse(x, refuse),
         };
-        self.dispatch(now, x, session, version, envelopes);
+        self.dispatch(now, x, session, version, era, envelopes);
     }
 
     /// A POST to the legacy messages path: 202 once parsed; everything the server
@@ -121,9 +123,9 @@ impl Server {
         x: ExchangeId,
         session: Option<SessionId>,
         version: ProtocolVersion,
+        era: Era,
         envelopes: Envelopes,
     ) {
-        let era = self.exchanges[&x].era;
         // One message or a batch's, without collecting the one into a Vec.
         let (mut single, mut many);
         let (items, batch): (&mut dyn Iterator<Item = Result<Envelope, _>>, bool) = match envelopes

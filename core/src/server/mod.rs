@@ -111,6 +111,7 @@ mod admit;
 mod check;
 mod config;
 mod dispatch;
+mod head;
 mod ids;
 mod outbound;
 mod output;
@@ -565,7 +566,7 @@ impl Server {
         if let Some(s) = e.session {
             self.exchange_left_session(s);
             // A legacy session lives exactly as long as its stream.
-            if e.era == Era::HttpSse && e.route == state::Route::Get {
+            if e.route == state::Route::LegacyStream {
                 self.close_session_key(s, CloseReason::Disconnected);
             }
         }

@@ -8,13 +8,13 @@ use http::header;
 use http::{Method, StatusCode};
 
 use super::Server;
-use super::check::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+use super::check;
 use super::config::SessionMode;
-use super::ids::{ExchangeId, PeerAddr};
+use super::head::McpHeaders;
+use super::ids::ExchangeId;
 use super::output::Era;
 use super::refuse::{Refuse, session_not_found};
 use super::state::{Exchange, Phase, Route};
-use crate::ProtocolVersion;
 
 impl Server {
     /// A request head arrived: returns the exchange it opens. The head may be answered
@@ -25,35 +25,21 @@ impl Server {
         let x = ExchangeId(self.key());
         if self.shutting_down {
             self.exchanges
-                .insert(x, Exchange::new(Route::Refused, Era::Sessions, now));
+                .insert(x, Exchange::new(Route::Refused, McpHeaders::none(), now));
             self.refuse_unavailable(x);
             return x;
         }
-        let (route, era) = match self.route(&head) {
+        let headers = McpHeaders::read(&head, |v| self.session_ids.get(v).copied());
+        let route = match self.route(&head, &headers) {
             Ok(r) => r,
             Err(refuse) => {
                 self.exchanges
-                    .insert(x, Exchange::new(Route::Refused, Era::Sessions, now));
+                    .insert(x, Exchange::new(Route::Refused, headers, now));
                 self.refuse(x, refuse);
                 return x;
             }
         };
-        let mut exchange = Exchange::new(route, era, now);
-        exchange.peer = head.extensions.get::<PeerAddr>().map(|p| p.0);
-        exchange.session_header = match check::single(&head.headers, SESSION_ID) {
-            Ok(Some(v)) => Some(self.session_ids.get(v).copied().ok_or(())),
-            Ok(None) => None,
-            Err(()) => Some(Err(())),
-        };
-        exchange.version_header = match check::single(&head.headers, PROTOCOL_VERSION) {
-            Ok(Some(v)) => Some(v.parse().map_err(|_| v.to_owned())),
-            Ok(None) => None,
-            Err(()) => Some(Err(String::new())),
-        };
-        exchange.last_event_id = head
-            .headers
-            .get(LAST_EVENT_ID)
-            .map(|v| Bytes::copy_from_slice(v.as_bytes()));
+        let mut exchange = Exchange::new(route, headers, now);
         if let Some(len) = head
             .headers
             .get(header::CONTENT_LENGTH)
@@ -71,6 +57,7 @@ impl Server {
         self.exchanges.insert(x, exchange);
         match route {
             Route::Get => self.open_get(now, x),
+            Route::LegacyStream => self.open_legacy(now, x),
             Route::Delete => self.delete(now, x),
             Route::LegacyPost(_) | Route::Post | Route::Refused => {}
         }
@@ -78,7 +65,11 @@ impl Server {
     }
 
     /// Path, security and method checks, in the documented precedence.
-    pub(super) fn route(&mut self, head: &http::request::Parts) -> Result<(Route, Era), Refuse> {
+    pub(super) fn route(
+        &mut self,
+        head: &http::request::Parts,
+        mcp: &McpHeaders,
+    ) -> Result<Route, Refuse> {
         let path = head.uri.path();
         let legacy = self.config.legacy.as_ref();
         let endpoint = path == self.config.endpoint;
@@ -117,7 +108,7 @@ impl Server {
                     "must accept text/event-stream",
                 ));
             }
-            return Ok((Route::Get, Era::HttpSse));
+            return Ok(Route::LegacyStream);
         }
         if legacy_post {
             if head.method != Method::POST {
@@ -138,20 +129,12 @@ impl Server {
                 .and_then(|id| self.session_ids.get(id).copied())
                 .filter(|s| self.sessions.get(s).is_some_and(|s| s.legacy));
             return match session {
-                Some(s) => Ok((Route::LegacyPost(s), Era::HttpSse)),
+                Some(s) => Ok(Route::LegacyPost(s)),
                 None => Err(session_not_found()),
             };
         }
         let stateless = self.config.sessions == SessionMode::Stateless;
-        let sessionless = head
-            .headers
-            .get(PROTOCOL_VERSION)
-            .is_some_and(|v| v.as_bytes() == ProtocolVersion::V2026_07_28.as_str().as_bytes());
-        let era = if sessionless {
-            Era::Sessionless
-        } else {
-            Era::Sessions
-        };
+        let sessionless = mcp.era() == Era::Sessionless;
         let allow = match (
             stateless || sessionless,
             self.config.get_stream,
@@ -176,7 +159,7 @@ impl Server {
                         "content-type must be application/json",
                     ));
                 }
-                Ok((Route::Post, era))
+                Ok(Route::Post)
             }
             Method::GET if stateless || !self.config.get_stream || sessionless => Err(Refuse::new(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -190,14 +173,14 @@ impl Server {
                         "must accept text/event-stream",
                     ));
                 }
-                Ok((Route::Get, era))
+                Ok(Route::Get)
             }
             Method::DELETE if stateless || !self.config.delete || sessionless => Err(Refuse::new(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "sessions cannot be deleted",
             )
             .allow(allow)),
-            Method::DELETE => Ok((Route::Delete, era)),
+            Method::DELETE => Ok(Route::Delete),
             _ => {
                 Err(Refuse::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").allow(allow))
             }
@@ -268,7 +251,7 @@ impl Server {
         match e.route {
             Route::Post => self.post(now, x, body),
             Route::LegacyPost(s) => self.legacy_post(now, x, s, body),
-            Route::Get | Route::Delete | Route::Refused => {}
+            Route::Get | Route::LegacyStream | Route::Delete | Route::Refused => {}
         }
     }
 

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 
+use super::head::McpHeaders;
 use super::ids::{ExchangeId, RequestHandle, SessionId, StreamId};
 use super::output::{Era, Transmit};
 use crate::ProtocolVersion;
@@ -19,6 +20,8 @@ pub(super) enum Route {
     Post,
     /// GET on the MCP endpoint (a new standalone stream, or a resume).
     Get,
+    /// GET on the legacy SSE path: a legacy HTTP+SSE session and its stream.
+    LegacyStream,
     /// DELETE on the MCP endpoint.
     Delete,
     /// POST to the legacy messages path, for this session.
@@ -46,15 +49,11 @@ pub(super) enum Phase {
 #[derive(Debug)]
 pub(super) struct Exchange {
     pub(super) route: Route,
-    pub(super) era: Era,
     pub(super) phase: Phase,
+    /// The MCP headers of its head.
+    pub(super) headers: McpHeaders,
     /// The session the exchange was admitted to (validated), if any.
     pub(super) session: Option<SessionId>,
-    /// The `Mcp-Session-Id` the head carried, before validation.
-    pub(super) session_header: Option<Result<SessionId, ()>>,
-    /// The `MCP-Protocol-Version` header: absent, a known version, or unknown text.
-    pub(super) version_header: Option<Result<ProtocolVersion, String>>,
-    pub(super) last_event_id: Option<Bytes>,
     pub(super) body: BytesMut,
     /// Body chunks beyond the first are copied into `body`; the first is kept as is.
     pub(super) first_chunk: Option<Bytes>,
@@ -81,20 +80,15 @@ pub(super) struct Exchange {
     /// When an awaiting POST turns into a stream, while its entry is in the timers (it is
     /// taken out as soon as a head is queued, so an answer given at once leaves none).
     pub(super) stream_after: Option<Instant>,
-    /// The peer's address, when the driver put one in the head ([`super::PeerAddr`]).
-    pub(super) peer: Option<std::net::IpAddr>,
 }
 
 impl Exchange {
-    pub(super) fn new(route: Route, era: Era, now: Instant) -> Self {
+    pub(super) fn new(route: Route, headers: McpHeaders, now: Instant) -> Self {
         Self {
             route,
-            era,
             phase: Phase::Body,
+            headers,
             session: None,
-            session_header: None,
-            version_header: None,
-            last_event_id: None,
             body: BytesMut::new(),
             first_chunk: None,
             body_len: 0,
@@ -109,7 +103,6 @@ impl Exchange {
             requests: Vec::new(),
             last_write: now,
             stream_after: None,
-            peer: None,
         }
     }
 }

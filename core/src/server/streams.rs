@@ -8,18 +8,15 @@ use http::StatusCode;
 
 use super::Server;
 use super::ids::{ExchangeId, SessionId};
-use super::output::{Era, Transmit};
+use super::output::Transmit;
 use super::refuse::Refuse;
 use super::state::StreamKind;
 use crate::ProtocolVersion;
 use crate::resume::{EventId, EventStore, Replay};
 
 impl Server {
-    /// GET: a legacy stream, a new standalone stream, or a resume (RESUME-4…7).
+    /// GET on the endpoint: a new standalone stream, or a resume (RESUME-4…7).
     pub(super) fn open_get(&mut self, now: Instant, x: ExchangeId) {
-        if self.exchanges[&x].era == Era::HttpSse {
-            return self.open_legacy(now, x);
-        }
         let (s, _) = match self.admit(x, now) {
             Ok((Some(s), v)) => (s, v),
             Ok((None, _)) => {
@@ -30,7 +27,7 @@ impl Server {
             }
             Err(refuse) => return self.refuse(x, refuse),
         };
-        match self.exchanges[&x].last_event_id.clone() {
+        match self.exchanges[&x].headers.last_event_id.clone() {
             Some(raw) => self.resume(now, x, s, &raw),
             None => self.attach_get(now, x, s),
         }

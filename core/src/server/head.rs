@@ -1,0 +1,142 @@
+//! A request's MCP headers, read once from its head into plain data, and the one
+//! function that decides its era from them and its body (MODERN-25).
+
+use std::net::IpAddr;
+
+use bytes::Bytes;
+use http::HeaderMap;
+
+use super::check::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+use super::ids::{PeerAddr, SessionId};
+use super::output::Era;
+use crate::ProtocolVersion;
+
+/// What `Mcp-Session-Id` named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SessionHeader {
+    /// No such header.
+    Absent,
+    /// The id of a session this server minted (it may have ended since).
+    Known(SessionId),
+    /// An id this server never minted, a repeated header, or a value that is not visible
+    /// ASCII: a session that does not exist (SESSION-7).
+    Unknown,
+}
+
+/// What `MCP-Protocol-Version` named.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum VersionHeader {
+    /// No such header.
+    Absent,
+    /// A revision this library knows (served or not).
+    Known(ProtocolVersion),
+    /// Anything else, as sent (empty when repeated or not visible ASCII).
+    Unknown(Box<str>),
+}
+
+/// The MCP headers of one request.
+#[derive(Debug)]
+pub(super) struct McpHeaders {
+    pub(super) session: SessionHeader,
+    pub(super) version: VersionHeader,
+    pub(super) last_event_id: Option<Bytes>,
+    /// The peer's address, when the driver put one in the head ([`PeerAddr`]).
+    pub(super) peer: Option<IpAddr>,
+}
+
+impl McpHeaders {
+    /// None of them (an exchange refused before they were read).
+    pub(super) fn none() -> Self {
+        Self {
+            session: SessionHeader::Absent,
+            version: VersionHeader::Absent,
+            last_event_id: None,
+            peer: None,
+        }
+    }
+
+    /// Reads them from `head`; `session` looks an `Mcp-Session-Id` value up.
+    pub(super) fn read(
+        head: &http::request::Parts,
+        session: impl FnOnce(&str) -> Option<SessionId>,
+    ) -> Self {
+        let headers: &HeaderMap = &head.headers;
+        Self {
+            session: match check::single(headers, SESSION_ID) {
+                Ok(None) => SessionHeader::Absent,
+                Ok(Some(v)) => session(v).map_or(SessionHeader::Unknown, SessionHeader::Known),
+                Err(()) => SessionHeader::Unknown,
+            },
+            version: match check::single(headers, PROTOCOL_VERSION) {
+                Ok(None) => VersionHeader::Absent,
+                Ok(Some(v)) => v
+                    .parse()
+                    .map_or_else(|_| VersionHeader::Unknown(v.into()), VersionHeader::Known),
+                Err(()) => VersionHeader::Unknown("".into()),
+            },
+            last_event_id: headers
+                .get(LAST_EVENT_ID)
+                .map(|v| Bytes::copy_from_slice(v.as_bytes())),
+            peer: head.extensions.get::<PeerAddr>().map(|p| p.0),
+        }
+    }
+
+    /// The era of a request on the MCP endpoint (MODERN-25): the sessionless revision
+    /// when its `MCP-Protocol-Version` names it, else the session era (a request with
+    /// no version header is read as 2025-03-26, MODERN-16). The legacy HTTP+SSE era is
+    /// not decided here: it has paths of its own.
+    pub(super) fn era(&self) -> Era {
+        match self.version {
+            VersionHeader::Known(v) if !v.uses_initialize() => Era::Sessionless,
+            _ => Era::Sessions,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(headers: &[(&str, &str)]) -> McpHeaders {
+        let mut request = http::Request::post("/mcp");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let head = request.body(()).unwrap().into_parts().0;
+        McpHeaders::read(&head, |v| (v == "live").then_some(SessionId(7)))
+    }
+
+    #[test]
+    fn session_7_the_session_header_is_known_unknown_or_absent() {
+        assert_eq!(read(&[]).session, SessionHeader::Absent);
+        let known = read(&[("mcp-session-id", "live")]);
+        assert_eq!(known.session, SessionHeader::Known(SessionId(7)));
+        let unknown = read(&[("mcp-session-id", "gone")]);
+        assert_eq!(unknown.session, SessionHeader::Unknown);
+        let twice = read(&[("mcp-session-id", "live"), ("mcp-session-id", "live")]);
+        assert_eq!(twice.session, SessionHeader::Unknown);
+    }
+
+    #[test]
+    fn version_1_the_version_header_is_parsed_once() {
+        assert_eq!(read(&[]).version, VersionHeader::Absent);
+        let known = read(&[("mcp-protocol-version", " 2025-06-18 ")]);
+        assert_eq!(
+            known.version,
+            VersionHeader::Known(ProtocolVersion::V2025_06_18)
+        );
+        let unknown = read(&[("mcp-protocol-version", "v999")]);
+        assert_eq!(unknown.version, VersionHeader::Unknown("v999".into()));
+    }
+
+    #[test]
+    fn modern_25_the_version_header_decides_the_era() {
+        assert_eq!(read(&[]).era(), Era::Sessions);
+        let session_era = read(&[("mcp-protocol-version", "2025-11-25")]);
+        assert_eq!(session_era.era(), Era::Sessions);
+        let modern = read(&[("mcp-protocol-version", "2026-07-28")]);
+        assert_eq!(modern.era(), Era::Sessionless);
+        let unknown = read(&[("mcp-protocol-version", "2099-01-01")]);
+        assert_eq!(unknown.era(), Era::Sessions);
+    }
+}
