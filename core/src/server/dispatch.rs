@@ -13,7 +13,7 @@ use super::head::{SessionHeader, VersionHeader};
 use super::ids::{ExchangeId, RequestHandle, SessionId};
 use super::output::{Era, Event, IncomingRequest, error_body};
 use super::refuse::{Refuse, empty_head, parse_refusal, session_not_found};
-use super::state::{OpenRequest, Phase, Scope};
+use super::state::{Carries, OpenRequest, Phase, Scope};
 use crate::ProtocolVersion;
 use crate::jsonrpc::{Envelope, Envelopes, ErrorCode, Kind, RequestId, body_text};
 
@@ -165,7 +165,6 @@ impl Server {
             }
         }
         let e = self.exchanges.get_mut(&x).expect("exchange exists");
-        e.batch = batch;
         e.phase = Phase::Awaiting;
         // The requests still open: a batch may have cancelled one of its own.
         let owed = e.requests.len();
@@ -174,8 +173,11 @@ impl Server {
             let head = empty_head(StatusCode::ACCEPTED);
             return self.finish_with(x, head, None);
         }
-        e.json_owed = owed;
-        e.json = immediate;
+        e.carries = Carries::Json {
+            owed,
+            parts: immediate,
+            batch,
+        };
         if owed == 0 {
             return self.finish_json(x);
         }

@@ -303,7 +303,7 @@ impl Server {
             Transmit::Data(bytes) => e.unsent -= bytes.len(),
             Transmit::End | Transmit::Abort => self.forget_exchange(x),
             Transmit::Head(head) => {
-                if e.ended
+                if e.phase == state::Phase::Ended
                     && e.unsent > 0
                     && !head.headers.contains_key(http::header::CONTENT_LENGTH)
                 {
@@ -385,7 +385,7 @@ impl Server {
                 let live = self
                     .exchanges
                     .get(&x)
-                    .and_then(|e| e.stream)
+                    .and_then(|e| e.carries.stream())
                     .and_then(|t| self.streams.get(&t))
                     .is_some_and(|t| t.conn == Some(x));
                 if live {
@@ -522,7 +522,7 @@ impl Server {
         let Some(e) = self.exchanges.get_mut(&x) else {
             return;
         };
-        if e.ended {
+        if e.phase == state::Phase::Ended {
             return;
         }
         match &t {
@@ -532,7 +532,7 @@ impl Server {
                     e.last_write = now;
                 }
             }
-            Transmit::End | Transmit::Abort => e.ended = true,
+            Transmit::End | Transmit::Abort => e.phase = state::Phase::Ended,
             Transmit::Head(_) => {
                 if let Some(at) = e.stream_after.take() {
                     self.timers.remove(&(at, Timer::StreamAfter(x)));
@@ -559,7 +559,7 @@ impl Server {
                 req.exchange = None;
             }
         }
-        if let Some(t) = e.stream {
+        if let Some(t) = e.carries.stream() {
             self.keep_untaken(t, x, e.out);
             self.detach(t, x);
         }

@@ -13,7 +13,7 @@ use super::config::ResponseMode;
 use super::ids::{ExchangeId, RequestHandle, SessionId, StreamId};
 use super::output::{CloseReason, Delivery, Era, SendError, Target, Transmit};
 use super::refuse::{empty_head, json_head};
-use super::state::{Phase, Stream, StreamKind, Timer};
+use super::state::{Carries, Phase, Stream, StreamKind, Timer};
 use crate::ProtocolVersion;
 use crate::jsonrpc::{EncodeError, ErrorCode, Outgoing, RequestId, ToJson};
 use crate::resume::{EventStore, RingId};
@@ -208,12 +208,18 @@ impl Server {
             (None, Some(x)) => {
                 let mut body = BytesMut::with_capacity(message.len_hint());
                 message.write(&mut body)?;
-                self.exchanges
+                match &mut self
+                    .exchanges
                     .get_mut(&x)
                     .expect("awaiting exchange")
-                    .json
-                    .push(body.freeze());
-                Delivery::Sent
+                    .carries
+                {
+                    Carries::Json { parts, .. } => {
+                        parts.push(body.freeze());
+                        Delivery::Sent
+                    }
+                    _ => Delivery::Dropped,
+                }
             }
             (None, None) => Delivery::Dropped,
         };
@@ -370,7 +376,7 @@ impl Server {
         let mut untaken = std::mem::replace(&mut e.out, head.into_iter().collect());
         untaken.push_back(Transmit::Data(frame));
         e.unsent = 0;
-        if let Some(t) = e.stream.take() {
+        if let Some(t) = e.carries.take_stream() {
             self.keep_untaken(t, x, untaken);
             self.detach(t, x);
         }
@@ -422,11 +428,13 @@ impl Server {
         if let Some(x) = req.exchange
             && let Some(e) = self.exchanges.get_mut(&x)
             && e.phase == Phase::Awaiting
-            // 0 while its body is being dispatched: `dispatch` counts what is owed after.
-            && e.json_owed > 0
+            // Not yet JSON while its body is being dispatched: `dispatch` counts what is
+            // owed after.
+            && let Carries::Json { owed, .. } = &mut e.carries
+            && *owed > 0
         {
-            e.json_owed -= 1;
-            if e.json_owed == 0 {
+            *owed -= 1;
+            if *owed == 0 {
                 self.finish_json(x);
             }
         }
@@ -455,8 +463,13 @@ impl Server {
         let Some(e) = self.exchanges.get_mut(&x) else {
             return;
         };
-        let parts = std::mem::take(&mut e.json);
-        let batch = e.batch;
+        let (parts, batch) = match std::mem::take(&mut e.carries) {
+            Carries::Json { parts, batch, .. } => (parts, batch),
+            other => {
+                e.carries = other;
+                (Vec::new(), false)
+            }
+        };
         let session = e.session;
         if parts.is_empty() {
             return self.finish_with(x, empty_head(StatusCode::ACCEPTED), None);
@@ -496,9 +509,11 @@ impl Server {
     pub(super) fn open_post_stream(&mut self, now: Instant, x: ExchangeId) -> StreamId {
         let e = self.exchanges.get_mut(&x).expect("awaiting exchange");
         let session = e.session;
-        let immediate = std::mem::take(&mut e.json);
+        let immediate = match std::mem::take(&mut e.carries) {
+            Carries::Json { parts, .. } => parts,
+            _ => Vec::new(),
+        };
         let requests = e.requests.clone();
-        e.json_owed = 0;
         let owed = requests
             .iter()
             .filter(|r| self.requests.contains_key(r))
@@ -577,7 +592,7 @@ impl Server {
         h.insert("x-accel-buffering", HeaderValue::from_static("no"));
         self.session_header_on(&mut head, session);
         if let Some(e) = self.exchanges.get_mut(&x) {
-            e.phase = Phase::Responding;
+            e.responding();
         }
         self.push(x, Transmit::Head(head));
     }
@@ -611,7 +626,7 @@ impl Server {
         let done = stream.done;
         let polls = stream.primed;
         if let Some(e) = self.exchanges.get_mut(&x) {
-            e.stream = Some(t);
+            e.carries = Carries::Stream(t);
             e.last_write = now;
         }
         if done {
@@ -675,7 +690,7 @@ impl Server {
         if let Some(x) = stream.conn
             && let Some(e) = self.exchanges.get_mut(&x)
         {
-            e.stream = None;
+            e.carries = Carries::Nothing;
         }
         if let Some(s) = stream.session {
             if let Some(ring) = stream.ring {
@@ -706,8 +721,8 @@ impl Server {
         e.out = head.into_iter().collect();
         e.unsent = 0;
         // An `End` it had not taken (a finished stream) was dropped with the rest.
-        e.ended = false;
-        if let Some(t) = e.stream.take() {
+        e.phase = Phase::Responding;
+        if let Some(t) = e.carries.take_stream() {
             self.detach(t, x);
         }
         self.push(x, Transmit::Abort);
@@ -715,7 +730,11 @@ impl Server {
 
     /// Ends `x`'s response (polling, or a reader too slow).
     pub(super) fn end_exchange(&mut self, x: ExchangeId) {
-        if let Some(t) = self.exchanges.get_mut(&x).and_then(|e| e.stream.take()) {
+        if let Some(t) = self
+            .exchanges
+            .get_mut(&x)
+            .and_then(|e| e.carries.take_stream())
+        {
             self.detach(t, x);
         }
         self.push(x, Transmit::End);
@@ -729,7 +748,7 @@ impl Server {
         let Some(e) = self.exchanges.get(&x) else {
             return;
         };
-        if e.ended || e.stream.is_none() {
+        if e.phase == Phase::Ended || e.carries.stream().is_none() {
             return;
         }
         let due = e.last_write + every;

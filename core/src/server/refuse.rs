@@ -11,7 +11,7 @@ use super::Server;
 use super::admit::SERVED;
 use super::ids::ExchangeId;
 use super::output::{Transmit, error_body};
-use super::state::{Phase, Route};
+use super::state::Route;
 use crate::jsonrpc::{ErrorCode, ParseError, RequestId};
 
 /// A refusal: status, and the JSON-RPC error its body carries.
@@ -166,7 +166,7 @@ impl Server {
         body: Option<Bytes>,
     ) {
         if let Some(e) = self.exchanges.get_mut(&x) {
-            e.phase = Phase::Responding;
+            e.responding();
         }
         self.push(x, Transmit::Head(head));
         if let Some(body) = body.filter(|b| !b.is_empty()) {

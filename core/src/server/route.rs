@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::header;
 use http::{Method, StatusCode};
 
@@ -14,7 +14,7 @@ use super::head::McpHeaders;
 use super::ids::ExchangeId;
 use super::output::Era;
 use super::refuse::{Refuse, session_not_found};
-use super::state::{Exchange, Phase, Route};
+use super::state::{Body, Exchange, Phase, Route};
 
 impl Server {
     /// A request head arrived: returns the exchange it opens. The head may be answered
@@ -214,23 +214,14 @@ impl Server {
         e.body_len = e.body_len.saturating_add(chunk.len());
         if e.body_len > max {
             e.route = Route::Refused;
-            e.body = BytesMut::new();
-            e.first_chunk = None;
+            e.body = Body::Empty;
             self.refuse(
                 exchange,
                 Refuse::new(StatusCode::PAYLOAD_TOO_LARGE, "request body too large"),
             );
             return;
         }
-        match e.first_chunk.take() {
-            None if e.body.is_empty() => e.first_chunk = Some(chunk),
-            None => e.body.extend_from_slice(&chunk),
-            Some(first) => {
-                e.body.reserve(first.len() + chunk.len());
-                e.body.extend_from_slice(&first);
-                e.body.extend_from_slice(&chunk);
-            }
-        }
+        e.body.push(chunk);
     }
 
     /// `exchange`'s body is complete: the message is parsed and dispatched.
@@ -244,10 +235,7 @@ impl Server {
             return;
         }
         e.phase = Phase::Dispatching;
-        let body = match e.first_chunk.take() {
-            Some(first) => first,
-            None => std::mem::take(&mut e.body).freeze(),
-        };
+        let body = e.body.take();
         match e.route {
             Route::Post => self.post(now, x, body),
             Route::LegacyPost(s) => self.legacy_post(now, x, s, body),

@@ -43,6 +43,83 @@ pub(super) enum Phase {
     Awaiting,
     /// The head is queued; body bytes follow (an SSE stream, or a JSON body and `End`).
     Responding,
+    /// `End` or `Abort` is queued: nothing more is added.
+    Ended,
+}
+
+/// A request body as it arrives.
+#[derive(Debug, Default)]
+pub(super) enum Body {
+    /// No byte yet.
+    #[default]
+    Empty,
+    /// One chunk, kept as it came (the usual body: no copy).
+    One(Bytes),
+    /// Several chunks, copied into one buffer.
+    Gathered(BytesMut),
+}
+
+impl Body {
+    /// Adds a chunk.
+    pub(super) fn push(&mut self, chunk: Bytes) {
+        *self = match std::mem::take(self) {
+            Self::Empty => Self::One(chunk),
+            Self::One(first) => {
+                let mut all = BytesMut::with_capacity(first.len() + chunk.len());
+                all.extend_from_slice(&first);
+                all.extend_from_slice(&chunk);
+                Self::Gathered(all)
+            }
+            Self::Gathered(mut all) => {
+                all.extend_from_slice(&chunk);
+                Self::Gathered(all)
+            }
+        };
+    }
+
+    /// The whole body, leaving none.
+    pub(super) fn take(&mut self) -> Bytes {
+        match std::mem::take(self) {
+            Self::Empty => Bytes::new(),
+            Self::One(one) => one,
+            Self::Gathered(all) => all.freeze(),
+        }
+    }
+}
+
+/// What an exchange's response carries.
+#[derive(Debug, Default)]
+pub(super) enum Carries {
+    /// Nothing that is still being written for it: not yet decided, a whole body, or a
+    /// stream connection that was let go.
+    #[default]
+    Nothing,
+    /// A JSON body, written when `owed` reaches 0: the answers so far, in answer order;
+    /// an array when the request was a batch (BATCH-3).
+    Json {
+        owed: usize,
+        parts: Vec<Bytes>,
+        batch: bool,
+    },
+    /// The SSE stream this exchange is the live connection of.
+    Stream(StreamId),
+}
+
+impl Carries {
+    /// The stream it is the live connection of, if any.
+    pub(super) fn stream(&self) -> Option<StreamId> {
+        match self {
+            Self::Stream(t) => Some(*t),
+            _ => None,
+        }
+    }
+
+    /// Lets go of the stream it is the connection of, if any.
+    pub(super) fn take_stream(&mut self) -> Option<StreamId> {
+        let t = self.stream()?;
+        *self = Self::Nothing;
+        Some(t)
+    }
 }
 
 /// One HTTP exchange.
@@ -54,9 +131,8 @@ pub(super) struct Exchange {
     pub(super) headers: McpHeaders,
     /// The session the exchange was admitted to (validated), if any.
     pub(super) session: Option<SessionId>,
-    pub(super) body: BytesMut,
-    /// Body chunks beyond the first are copied into `body`; the first is kept as is.
-    pub(super) first_chunk: Option<Bytes>,
+    pub(super) body: Body,
+    /// Bytes of body so far, against `Config::with_max_body`.
     pub(super) body_len: usize,
     /// The transmits not yet taken by the driver.
     pub(super) out: VecDeque<Transmit>,
@@ -64,16 +140,8 @@ pub(super) struct Exchange {
     pub(super) unsent: usize,
     /// In the ready queue, or about to be.
     pub(super) readied: bool,
-    /// `End` is queued: nothing more is added.
-    pub(super) ended: bool,
-    /// The SSE stream this exchange is the live connection of.
-    pub(super) stream: Option<StreamId>,
-    /// Responses owed by this exchange's body that will be written as its JSON body.
-    pub(super) json_owed: usize,
-    /// The JSON texts collected for the body, in answer order.
-    pub(super) json: Vec<Bytes>,
-    /// Whether the body was a batch (the JSON body is then an array, BATCH-3).
-    pub(super) batch: bool,
+    /// What its response carries.
+    pub(super) carries: Carries,
     /// The open requests this exchange's body made.
     pub(super) requests: Vec<RequestHandle>,
     pub(super) last_write: Instant,
@@ -83,23 +151,25 @@ pub(super) struct Exchange {
 }
 
 impl Exchange {
+    /// Its head is about to be queued (an exchange already ended stays so).
+    pub(super) fn responding(&mut self) {
+        if self.phase != Phase::Ended {
+            self.phase = Phase::Responding;
+        }
+    }
+
     pub(super) fn new(route: Route, headers: McpHeaders, now: Instant) -> Self {
         Self {
             route,
             phase: Phase::Body,
             headers,
             session: None,
-            body: BytesMut::new(),
-            first_chunk: None,
+            body: Body::Empty,
             body_len: 0,
             out: VecDeque::new(),
             unsent: 0,
             readied: false,
-            ended: false,
-            stream: None,
-            json_owed: 0,
-            json: Vec::new(),
-            batch: false,
+            carries: Carries::Nothing,
             requests: Vec::new(),
             last_write: now,
             stream_after: None,
