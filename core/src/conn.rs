@@ -87,14 +87,14 @@ impl Limits {
 
     /// How long a request head may take from its first byte to its end.
     pub fn with_header_timeout(mut self, timeout: Duration) -> Self {
-        self.header_timeout = timeout;
+        self.header_timeout = crate::duration::bounded(timeout);
         self
     }
 
     /// How long a connection may wait for a request: a new one, or one whose last
     /// response is complete (HTTP keep-alive).
     pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
-        self.idle_timeout = timeout;
+        self.idle_timeout = crate::duration::bounded(timeout);
         self
     }
 
@@ -423,6 +423,23 @@ impl Connections {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeouts_of_duration_max_mean_for_ever_and_do_not_overflow() {
+        let limits = Limits::new()
+            .with_header_timeout(Duration::MAX)
+            .with_idle_timeout(Duration::MAX);
+        let mut table = Connections::new(limits);
+        let now = Instant::now();
+        let Opened::Accepted(id) = table.open(now) else {
+            panic!("refused");
+        };
+        table.head_started(id, now);
+        table.busy(id);
+        table.idle(id, now);
+        assert!(table.poll_timeout().is_some_and(|at| at > now));
+        assert_eq!(table.poll_expired(now + Duration::from_secs(3600)), None);
+    }
 
     const S: Duration = Duration::from_secs(1);
 

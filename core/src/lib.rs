@@ -67,6 +67,7 @@
 //! WHATWG section it comes from. Tests are named after them.
 
 mod buf;
+mod duration;
 mod entropy;
 mod utf8;
 mod version;

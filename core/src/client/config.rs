@@ -150,14 +150,14 @@ impl Config {
     /// The longest server `retry` honoured (RESUME-11); a longer one is shortened to this,
     /// so a bad `retry` cannot park a stream for days (docs/requirements.md §14.10).
     pub fn with_max_retry(mut self, cap: Duration) -> Self {
-        self.max_retry = cap;
+        self.max_retry = crate::duration::bounded(cap);
         self
     }
 
     /// How long the handshake may take before it fails with
     /// [`RequestError::Timeout`](super::RequestError::Timeout).
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.connect_timeout = crate::duration::bounded(timeout);
         self
     }
 }

@@ -249,7 +249,7 @@ impl Config {
 
     /// How long a session with no open exchange lives without a request (SESSION-7).
     pub fn with_session_idle(mut self, idle: Duration) -> Self {
-        self.session_idle = idle;
+        self.session_idle = crate::duration::bounded(idle);
         self
     }
 
@@ -258,7 +258,7 @@ impl Config {
     /// `initialize` requests, a flood's or an abandoned client's, then hold no place for
     /// the full idle time. At most [`with_session_idle`](Self::with_session_idle).
     pub fn with_handshake_timeout(mut self, timeout: Duration) -> Self {
-        self.handshake_timeout = timeout;
+        self.handshake_timeout = crate::duration::bounded(timeout);
         self
     }
 
@@ -304,7 +304,7 @@ impl Config {
 
     /// The SSE comment sent on a stream idle this long (SSE-ENC-7); `None`: never.
     pub fn with_heartbeat(mut self, interval: Option<Duration>) -> Self {
-        self.heartbeat = interval;
+        self.heartbeat = interval.map(crate::duration::bounded);
         self
     }
 
@@ -316,13 +316,13 @@ impl Config {
     /// Keep it below the proxies' read timeouts. An answer ready sooner still goes out as
     /// one JSON body. `None`: wait for the answer however long it takes.
     pub fn with_stream_after(mut self, after: Option<Duration>) -> Self {
-        self.stream_after = after;
+        self.stream_after = after.map(crate::duration::bounded);
         self
     }
 
     /// The `retry` sent in priming events (RESUME-10, RESUME-11); `None`: none.
     pub fn with_retry(mut self, retry: Option<Duration>) -> Self {
-        self.retry = retry;
+        self.retry = retry.map(crate::duration::bounded);
         self
     }
 
@@ -330,13 +330,13 @@ impl Config {
     /// long after it opened (`Duration::ZERO`: right after the priming event); the client
     /// comes back by GET with `Last-Event-ID` after `retry` (RESUME-9). `None`: keep open.
     pub fn with_polling(mut self, after: Option<Duration>) -> Self {
-        self.polling = after;
+        self.polling = after.map(crate::duration::bounded);
         self
     }
 
     /// How long a finished stream's frames stay resumable (docs/requirements.md §14.2).
     pub fn with_linger(mut self, linger: Duration) -> Self {
-        self.linger = linger;
+        self.linger = crate::duration::bounded(linger);
         self
     }
 
