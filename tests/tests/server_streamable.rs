@@ -945,16 +945,57 @@ fn version_5_jsonrpc_11_initialize_needs_no_header_and_negotiates() {
     );
 }
 
+/// A tools/call of revision 2026-07-28 with its `_meta` (MODERN-3).
+const MODERN_CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+
+fn modern_post(
+    h: &mut Harness,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> mcpwire_tests::server::Reply {
+    let x = h.send(mcpwire_tests::server::post_head(headers), Some(body));
+    h.reply(x)
+}
+
 #[test]
-fn modern_5_a_2026_07_28_post_is_told_the_supported_versions() {
+fn modern_5_a_2026_07_28_post_is_told_the_supported_versions_with_its_id_and_revision() {
     let mut h = Harness::new(Config::new());
-    let x = h.post(None, Some("2026-07-28"), CALL);
-    let reply = h.reply(x);
+    let reply = modern_post(
+        &mut h,
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+        ],
+        MODERN_CALL,
+    );
     assert_eq!(reply.status(), 400);
     assert_eq!(error_code(&reply), -32022);
+    assert_eq!(reply.json()["id"], 7, "the request's id is echoed");
     let supported = reply.json()["error"]["data"]["supported"].clone();
     assert!(supported.as_array().unwrap().iter().any(|v| v == V3));
     assert_eq!(reply.json()["error"]["data"]["requested"], "2026-07-28");
+}
+
+#[test]
+fn modern_4_modern_20_a_2026_07_28_post_gets_the_error_of_its_first_fault() {
+    let mut h = Harness::new(Config::new());
+    let all = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "echo"),
+    ];
+    // No `_meta`: -32602 before any header comparison.
+    let reply = modern_post(&mut h, &all, CALL);
+    assert_eq!((reply.status(), error_code(&reply)), (400, -32602));
+    assert_eq!(reply.json()["id"], 7);
+    // Header and `_meta` name different revisions: -32020, before the revision is
+    // looked at (MODERN-4). The checks after it (a served revision, `Mcp-Method`,
+    // `Mcp-Name`, removed methods) are proved in the core's unit tests: while the
+    // revision is not served, -32022 comes first.
+    let v999 = MODERN_CALL.replace("\"2026-07-28\"", "\"v999\"");
+    let reply = modern_post(&mut h, &all, &v999);
+    assert_eq!((reply.status(), error_code(&reply)), (400, -32020));
 }
 
 #[test]

@@ -7,10 +7,12 @@ use bytes::Bytes;
 use http::StatusCode;
 
 use super::Server;
+use super::admit::SERVED;
 use super::admit::negotiate;
 use super::config::ResponseMode;
 use super::head::{SessionHeader, VersionHeader};
 use super::ids::{ExchangeId, RequestHandle, SessionId};
+use super::modern;
 use super::output::{Era, Event, IncomingRequest, error_body};
 use super::refuse::{Refuse, empty_head, parse_refusal, session_not_found};
 use super::state::{Carries, OpenRequest, Phase, Scope};
@@ -38,7 +40,7 @@ impl Server {
         let headers = &self.exchanges[&x].headers;
         let era = headers.era();
         if era == Era::Sessionless {
-            return self.unsupported_revision(x);
+            return self.sessionless(x, body);
         }
         // The version the body is parsed under: the session's, else the header's.
         let session_hint = match headers.session {
@@ -70,6 +72,33 @@ impl Server {
             Err(refuse) => return self.refuse(x, refuse),
         };
         self.dispatch(now, x, session, version, era, envelopes);
+    }
+
+    /// A POST of the sessionless revision. Not served yet: a request that passes its
+    /// checks (whose failures each get their own error, [`modern::Invalid`]) is answered
+    /// 400 with -32022 naming the revisions served (MODERN-5), which a dual-era client
+    /// takes as the signal to fall back to `initialize` (MODERN-15).
+    fn sessionless(&mut self, x: ExchangeId, body: Bytes) {
+        let parsed = body_text(body).and_then(|text| {
+            self.classifier
+                .envelopes(text, ProtocolVersion::V2026_07_28)
+        });
+        let envelopes = match parsed {
+            Ok(envelopes) => envelopes,
+            Err(e) => return self.refuse(x, parse_refusal(&e)),
+        };
+        let invalid = match &envelopes {
+            Envelopes::Single(message) => {
+                let id = message.id().cloned();
+                match modern::check(&self.exchanges[&x].headers, message, &[]) {
+                    Ok(_) => return,
+                    Err(invalid) => (invalid, id),
+                }
+            }
+            Envelopes::Batch(_) => (modern::Invalid::NotOneMessage, None),
+        };
+        let (invalid, id) = invalid;
+        self.refuse(x, Refuse::modern(&invalid, &SERVED).id(id));
     }
 
     /// A POST to the legacy messages path: 202 once parsed; everything the server
@@ -150,6 +179,7 @@ impl Server {
                         shape.id.as_ref(),
                         ErrorCode::INVALID_REQUEST,
                         &message,
+                        None,
                     ));
                     continue;
                 }
@@ -217,6 +247,7 @@ impl Server {
                 Some(&id),
                 ErrorCode::INVALID_REQUEST,
                 "request id already in flight",
+                None,
             ));
         }
         if let Some(s) = session {
@@ -226,6 +257,7 @@ impl Server {
                     Some(&id),
                     ErrorCode::INVALID_REQUEST,
                     "too many open requests",
+                    None,
                 ));
             }
             if initialize && session.legacy && session.initialized {
@@ -233,6 +265,7 @@ impl Server {
                     Some(&id),
                     ErrorCode::INVALID_REQUEST,
                     "session already initialized",
+                    None,
                 ));
             }
             if initialize {

@@ -4,7 +4,12 @@
 use std::net::IpAddr;
 
 use bytes::Bytes;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderValue};
+
+/// `Mcp-Method` (MODERN-6).
+const MCP_METHOD: &str = "mcp-method";
+/// `Mcp-Name` (MODERN-6).
+const MCP_NAME: &str = "mcp-name";
 
 use super::check::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use super::ids::{PeerAddr, SessionId};
@@ -40,6 +45,10 @@ pub(super) struct McpHeaders {
     pub(super) session: SessionHeader,
     pub(super) version: VersionHeader,
     pub(super) last_event_id: Option<Bytes>,
+    /// `Mcp-Method` (MODERN-6).
+    pub(super) method: Option<HeaderValue>,
+    /// `Mcp-Name` (MODERN-6).
+    pub(super) name: Option<HeaderValue>,
     /// The peer's address, when the driver put one in the head ([`PeerAddr`]).
     pub(super) peer: Option<IpAddr>,
 }
@@ -51,6 +60,8 @@ impl McpHeaders {
             session: SessionHeader::Absent,
             version: VersionHeader::Absent,
             last_event_id: None,
+            method: None,
+            name: None,
             peer: None,
         }
     }
@@ -77,6 +88,8 @@ impl McpHeaders {
             last_event_id: headers
                 .get(LAST_EVENT_ID)
                 .map(|v| Bytes::copy_from_slice(v.as_bytes())),
+            method: headers.get(MCP_METHOD).cloned(),
+            name: headers.get(MCP_NAME).cloned(),
             peer: head.extensions.get::<PeerAddr>().map(|p| p.0),
         }
     }

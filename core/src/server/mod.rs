@@ -113,6 +113,7 @@ mod config;
 mod dispatch;
 mod head;
 mod ids;
+mod modern;
 mod outbound;
 mod output;
 mod refuse;

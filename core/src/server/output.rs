@@ -294,15 +294,29 @@ pub enum Delivery {
 }
 
 /// The body of one JSON-RPC error as the server writes it into 4xx responses.
-pub(super) fn error_body(id: Option<&RequestId>, code: jsonrpc::ErrorCode, message: &str) -> Bytes {
+pub(super) fn error_body(
+    id: Option<&RequestId>,
+    code: jsonrpc::ErrorCode,
+    message: &str,
+    data: Option<&dyn jsonrpc::ToJson>,
+) -> Bytes {
     let mut buf = bytes::BytesMut::with_capacity(96 + message.len());
     let outgoing = jsonrpc::Outgoing::Error {
         id,
         code,
         message,
-        data: None,
+        data,
     };
-    // A message without a payload cannot fail to encode.
-    let _ = outgoing.write(&mut buf);
+    // A message without a payload cannot fail to encode; a `data` that fails is left out.
+    if outgoing.write(&mut buf).is_err() {
+        buf.clear();
+        let bare = jsonrpc::Outgoing::Error {
+            id,
+            code,
+            message,
+            data: None,
+        };
+        let _ = bare.write(&mut buf);
+    }
     buf.freeze()
 }

@@ -3,16 +3,19 @@
 
 use std::borrow::Cow;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::StatusCode;
 use http::header::{self, HeaderValue};
 
 use super::Server;
 use super::admit::SERVED;
 use super::ids::ExchangeId;
+use super::modern;
 use super::output::{Transmit, error_body};
 use super::state::Route;
+use crate::ProtocolVersion;
 use crate::jsonrpc::{ErrorCode, ParseError, RequestId};
+use crate::jsonrpc::{Json, ToJson};
 
 /// A refusal: status, and the JSON-RPC error its body carries.
 pub(super) struct Refuse {
@@ -20,6 +23,8 @@ pub(super) struct Refuse {
     code: ErrorCode,
     message: Cow<'static, str>,
     id: Option<RequestId>,
+    /// The error's `data`.
+    data: Option<Box<serde_json::Value>>,
     /// `WWW-Authenticate`, for a 401 (SEC-6).
     challenge: Option<String>,
     /// `Allow`, for a 405 (RFC 9110 requires it).
@@ -33,6 +38,7 @@ impl Refuse {
             code: BAD_REQUEST,
             message: message.into(),
             id: None,
+            data: None,
             challenge: None,
             allow: None,
         }
@@ -52,6 +58,21 @@ impl Refuse {
     pub(super) fn id(mut self, id: Option<RequestId>) -> Self {
         self.id = id;
         self
+    }
+
+    /// A refused request of the sessionless revision, with its status and code; -32022
+    /// names the revisions `served` and the one requested (MODERN-5).
+    pub(super) fn modern(invalid: &modern::Invalid, served: &[ProtocolVersion]) -> Self {
+        let (status, code) = invalid.status_and_code();
+        let mut refuse = Self::new(status, invalid.message()).code(code);
+        if let modern::Invalid::Unsupported(requested) = invalid {
+            let supported: Vec<&str> = served.iter().map(|v| v.as_str()).collect();
+            refuse.data = Some(Box::new(serde_json::json!({
+                "supported": supported,
+                "requested": requested,
+            })));
+        }
+        refuse
     }
 
     /// The `WWW-Authenticate` challenge of a 401.
@@ -126,7 +147,13 @@ pub(super) fn empty_head(status: StatusCode) -> http::response::Parts {
 impl Server {
     /// Answers `x` with a head and an error body, and ends it.
     pub(super) fn refuse(&mut self, x: ExchangeId, refuse: Refuse) {
-        let body = error_body(refuse.id.as_ref(), refuse.code, &refuse.message);
+        let data = refuse.data.map(|d| Json(*d));
+        let body = error_body(
+            refuse.id.as_ref(),
+            refuse.code,
+            &refuse.message,
+            data.as_ref().map(|d| d as &dyn ToJson),
+        );
         let mut head = json_head(refuse.status, body.len());
         if let Some(challenge) = refuse.challenge
             && let Ok(value) = HeaderValue::from_str(&challenge)
@@ -173,23 +200,5 @@ impl Server {
             self.push(x, Transmit::Data(body));
         }
         self.push(x, Transmit::End);
-    }
-
-    /// 400 with -32022 and the supported versions (MODERN-5).
-    pub(super) fn unsupported_revision(&mut self, x: ExchangeId) {
-        let mut body = BytesMut::new();
-        body.extend_from_slice(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32022,"message":"unsupported protocol version","data":{"supported":["#);
-        for (i, v) in SERVED.iter().enumerate() {
-            if i > 0 {
-                body.extend_from_slice(b",");
-            }
-            body.extend_from_slice(b"\"");
-            body.extend_from_slice(v.as_str().as_bytes());
-            body.extend_from_slice(b"\"");
-        }
-        body.extend_from_slice(br#"],"requested":"2026-07-28"}}}"#);
-        let body = body.freeze();
-        let head = json_head(StatusCode::BAD_REQUEST, body.len());
-        self.finish_with(x, head, Some(body));
     }
 }

@@ -1,0 +1,395 @@
+//! The checks of one request of the sessionless revision (2026-07-28): its `_meta` and
+//! its `Mcp-*` headers, in the order the official conformance suite fixes, each failure
+//! a typed [`Invalid`] with its status and JSON-RPC error (MODERN-3…6, MODERN-9,
+//! MODERN-20, MODERN-21, MODERN-24).
+//!
+//! Only `params._meta`, `params.name` and `params.uri` are read, borrowed from the body
+//! (serde skips the rest without building it), so a request pays one pass over its
+//! params and no allocation for them.
+
+use std::borrow::Cow;
+
+use http::StatusCode;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+
+use super::head::{McpHeaders, VersionHeader};
+use crate::ProtocolVersion;
+use crate::jsonrpc::{Envelope, ErrorCode, Kind};
+
+/// The methods the revision removed: answered 404 with -32601 (MODERN-21).
+const REMOVED: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// The params of a request, as far as the transport reads them.
+#[derive(Deserialize, Default)]
+struct Params<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<Meta<'a>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uri: Option<Cow<'a, str>>,
+}
+
+/// The protocol keys of `_meta`.
+#[derive(Deserialize)]
+struct Meta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+    version: Option<Cow<'a, str>>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
+    capabilities: Option<IgnoredAny>,
+}
+
+/// A request of the sessionless revision that passed the transport's checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Checked {
+    /// The revision it speaks (one the server serves).
+    pub(super) version: ProtocolVersion,
+}
+
+/// Why a request of the sessionless revision is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Invalid {
+    /// No `MCP-Protocol-Version` header (MODERN-4, MODERN-16).
+    NoVersionHeader,
+    /// `params._meta` lacks a required key, or is not an object of the right shape
+    /// (MODERN-20: -32602, not -32020).
+    Meta(&'static str),
+    /// The header and `_meta` name different revisions (MODERN-4).
+    VersionMismatch,
+    /// A revision this server does not serve (MODERN-5), as the client wrote it.
+    Unsupported(String),
+    /// `Mcp-Method` is missing or differs from the body's `method` (MODERN-6).
+    MethodHeader,
+    /// `Mcp-Name` is missing or differs from `params.name` / `params.uri` (MODERN-6).
+    NameHeader,
+    /// A method this revision removed (MODERN-21).
+    Removed,
+    /// Not one request or notification (MODERN-1): a batch, or a response.
+    NotOneMessage,
+}
+
+impl Invalid {
+    /// The status and JSON-RPC error code it is answered with.
+    pub(super) fn status_and_code(&self) -> (StatusCode, ErrorCode) {
+        match self {
+            Self::Meta(_) => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_PARAMS),
+            Self::Unsupported(_) => (
+                StatusCode::BAD_REQUEST,
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            ),
+            Self::Removed => (StatusCode::NOT_FOUND, ErrorCode::METHOD_NOT_FOUND),
+            Self::NotOneMessage => (StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST),
+            Self::NoVersionHeader
+            | Self::VersionMismatch
+            | Self::MethodHeader
+            | Self::NameHeader => (StatusCode::BAD_REQUEST, ErrorCode::HEADER_MISMATCH),
+        }
+    }
+
+    /// The error's message.
+    pub(super) fn message(&self) -> Cow<'static, str> {
+        match self {
+            Self::NoVersionHeader => "missing MCP-Protocol-Version header".into(),
+            Self::Meta(what) => Cow::Borrowed(what),
+            Self::VersionMismatch => {
+                "MCP-Protocol-Version header and _meta protocolVersion differ".into()
+            }
+            Self::Unsupported(v) => format!("unsupported protocol version {v:?}").into(),
+            Self::MethodHeader => "Mcp-Method header missing or not the body's method".into(),
+            Self::NameHeader => {
+                "Mcp-Name header missing or not the body's params.name or params.uri".into()
+            }
+            Self::Removed => "method not found: removed in this protocol revision".into(),
+            Self::NotOneMessage => "a POST carries one request or one notification".into(),
+        }
+    }
+}
+
+/// Checks a request of the sessionless revision against its headers, in the order the
+/// conformance suite fixes: the version header, the required `_meta` keys, header and
+/// `_meta` agreement, a served revision, `Mcp-Method`, `Mcp-Name`, removed methods.
+/// A notification is checked for its revision only (MODERN-24: no `Mcp-*` header is
+/// required of it). `served` lists the modern revisions served.
+pub(super) fn check(
+    headers: &McpHeaders,
+    message: &Envelope,
+    served: &[ProtocolVersion],
+) -> Result<Checked, Invalid> {
+    let method = match message.kind() {
+        Kind::Request | Kind::Notification => message.method().unwrap_or_default(),
+        Kind::Response | Kind::Error => return Err(Invalid::NotOneMessage),
+    };
+    let header_version = match &headers.version {
+        VersionHeader::Absent => None,
+        VersionHeader::Known(v) => Some(Cow::Borrowed(v.as_str())),
+        VersionHeader::Unknown(v) => Some(Cow::Borrowed(&**v)),
+    };
+    if message.kind() == Kind::Notification {
+        let version = header_version.ok_or(Invalid::NoVersionHeader)?;
+        return served_version(&version, served).map(|version| Checked { version });
+    }
+    let header_version = header_version.ok_or(Invalid::NoVersionHeader)?;
+    let params: Params<'_> = match message.payload() {
+        Some(raw) => serde_json::from_str(raw.as_str())
+            .map_err(|_| Invalid::Meta("params or its _meta has the wrong shape"))?,
+        None => Params::default(),
+    };
+    let meta = params
+        .meta
+        .ok_or(Invalid::Meta("params._meta is required in this revision"))?;
+    let meta_version = meta.version.ok_or(Invalid::Meta(
+        "_meta lacks io.modelcontextprotocol/protocolVersion",
+    ))?;
+    if meta.capabilities.is_none() {
+        return Err(Invalid::Meta(
+            "_meta lacks io.modelcontextprotocol/clientCapabilities",
+        ));
+    }
+    if meta_version != header_version {
+        return Err(Invalid::VersionMismatch);
+    }
+    let version = served_version(&meta_version, served)?;
+    if headers
+        .method
+        .as_ref()
+        .is_none_or(|h| h.as_bytes() != method.as_bytes())
+    {
+        return Err(Invalid::MethodHeader);
+    }
+    let named = match method {
+        "tools/call" | "prompts/get" => Some(params.name),
+        "resources/read" => Some(params.uri),
+        _ => None,
+    };
+    if let Some(value) = named {
+        let agrees = match (&headers.name, value) {
+            (Some(header), Some(value)) => header_names(header.as_bytes(), &value),
+            _ => false,
+        };
+        if !agrees {
+            return Err(Invalid::NameHeader);
+        }
+    }
+    if REMOVED.contains(&method) {
+        return Err(Invalid::Removed);
+    }
+    Ok(Checked { version })
+}
+
+/// The served revision `text` names; [`Invalid::Unsupported`] otherwise.
+fn served_version(text: &str, served: &[ProtocolVersion]) -> Result<ProtocolVersion, Invalid> {
+    text.parse::<ProtocolVersion>()
+        .ok()
+        .filter(|v| served.contains(v))
+        .ok_or_else(|| Invalid::Unsupported(text.to_owned()))
+}
+
+/// Whether an `Mcp-Name` value names `value`: the header's optional whitespace trimmed,
+/// then compared exactly (values are case-sensitive, MODERN-6).
+fn header_names(header: &[u8], value: &str) -> bool {
+    header.trim_ascii() == value.as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::Classifier;
+
+    const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
+
+    fn headers(list: &[(&str, &str)]) -> McpHeaders {
+        let mut request = http::Request::post("/mcp");
+        for (name, value) in list {
+            request = request.header(*name, *value);
+        }
+        let head = request.body(()).unwrap().into_parts().0;
+        McpHeaders::read(&head, |_| None)
+    }
+
+    fn body(text: &'static str) -> Envelope {
+        let text = crate::jsonrpc::body_text(bytes::Bytes::from_static(text.as_bytes())).unwrap();
+        Classifier::default()
+            .envelope(text)
+            .expect("a JSON-RPC message")
+    }
+
+    const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+    fn call(params: &str) -> Envelope {
+        let text =
+            format!(r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{{params}}}}}"#);
+        body(Box::leak(text.into_boxed_str()))
+    }
+
+    fn full_headers() -> McpHeaders {
+        headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+        ])
+    }
+
+    #[test]
+    fn modern_3_modern_6_a_complete_request_passes() {
+        let checked = check(
+            &full_headers(),
+            &call(&format!(r#""name":"echo",{META}"#)),
+            &MODERN,
+        );
+        assert_eq!(
+            checked,
+            Ok(Checked {
+                version: ProtocolVersion::V2026_07_28
+            })
+        );
+    }
+
+    #[test]
+    fn modern_4_modern_16_the_version_header_is_required() {
+        let h = headers(&[("mcp-method", "tools/call"), ("mcp-name", "echo")]);
+        let e = check(&h, &call(&format!(r#""name":"echo",{META}"#)), &MODERN);
+        assert_eq!(e, Err(Invalid::NoVersionHeader));
+        assert_eq!(
+            Invalid::NoVersionHeader.status_and_code(),
+            (StatusCode::BAD_REQUEST, ErrorCode::HEADER_MISMATCH)
+        );
+    }
+
+    #[test]
+    fn modern_20_missing_meta_keys_are_invalid_params_before_any_header_comparison() {
+        let h = headers(&[("mcp-protocol-version", "2026-07-28")]);
+        for params in [
+            r#""name":"echo""#,
+            r#""name":"echo","_meta":{"io.modelcontextprotocol/clientCapabilities":{}}"#,
+            r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#,
+            r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":7}"#,
+        ] {
+            let e = check(&h, &call(params), &MODERN).unwrap_err();
+            assert!(matches!(e, Invalid::Meta(_)), "{params}: {e:?}");
+            assert_eq!(e.status_and_code().1, ErrorCode::INVALID_PARAMS);
+        }
+    }
+
+    #[test]
+    fn modern_20_client_info_is_optional() {
+        let with_info = r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}"#;
+        assert!(check(&full_headers(), &call(with_info), &MODERN).is_ok());
+    }
+
+    #[test]
+    fn modern_4_a_mismatch_comes_before_an_unsupported_version() {
+        let meta = r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"v999.0.0","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let e = check(&full_headers(), &call(meta), &MODERN);
+        assert_eq!(e, Err(Invalid::VersionMismatch));
+    }
+
+    #[test]
+    fn modern_5_an_unsupported_version_is_named_as_written() {
+        let h = headers(&[
+            ("mcp-protocol-version", "v999.0.0"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+        ]);
+        let meta = r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"v999.0.0","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let e = check(&h, &call(meta), &MODERN).unwrap_err();
+        assert_eq!(e, Invalid::Unsupported("v999.0.0".into()));
+        assert_eq!(
+            e.status_and_code(),
+            (
+                StatusCode::BAD_REQUEST,
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+            )
+        );
+    }
+
+    #[test]
+    fn modern_6_mcp_method_and_mcp_name_must_match_the_body() {
+        let params = format!(r#""name":"echo",{META}"#);
+        let wrong_method = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "TOOLS/CALL"),
+            ("mcp-name", "echo"),
+        ]);
+        assert_eq!(
+            check(&wrong_method, &call(&params), &MODERN),
+            Err(Invalid::MethodHeader)
+        );
+        let no_name = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+        ]);
+        assert_eq!(
+            check(&no_name, &call(&params), &MODERN),
+            Err(Invalid::NameHeader)
+        );
+        let wrong_name = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "Echo"),
+        ]);
+        assert_eq!(
+            check(&wrong_name, &call(&params), &MODERN),
+            Err(Invalid::NameHeader)
+        );
+        // Optional whitespace around the value is not part of it.
+        let padded = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "  echo  "),
+        ]);
+        assert!(check(&padded, &call(&params), &MODERN).is_ok());
+    }
+
+    #[test]
+    fn modern_6_resources_read_is_named_by_its_uri() {
+        let h = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "resources/read"),
+            ("mcp-name", "test://a"),
+        ]);
+        let read = body(
+            r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"test://a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+        );
+        assert!(check(&h, &read, &MODERN).is_ok());
+    }
+
+    #[test]
+    fn modern_21_removed_methods_are_404_with_method_not_found() {
+        let h = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "ping"),
+        ]);
+        let ping = body(
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+        );
+        let e = check(&h, &ping, &MODERN).unwrap_err();
+        assert_eq!(e, Invalid::Removed);
+        assert_eq!(
+            e.status_and_code(),
+            (StatusCode::NOT_FOUND, ErrorCode::METHOD_NOT_FOUND)
+        );
+    }
+
+    #[test]
+    fn modern_24_a_notification_needs_no_mcp_headers() {
+        let h = headers(&[("mcp-protocol-version", "2026-07-28")]);
+        let note = body(
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+        );
+        assert!(check(&h, &note, &MODERN).is_ok());
+    }
+
+    #[test]
+    fn modern_1_a_response_is_not_a_message_a_client_posts() {
+        let h = headers(&[("mcp-protocol-version", "2026-07-28")]);
+        let response = body(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        assert_eq!(check(&h, &response, &MODERN), Err(Invalid::NotOneMessage));
+    }
+}
