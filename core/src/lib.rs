@@ -37,6 +37,9 @@
 //! - [`conn`]: connection admission and deadlines for an HTTP/1 server driver (a bound
 //!   that sheds the oldest connection not busy, header and idle timeouts), the policy
 //!   both adapters' servers run.
+//! - [`mirror`]: the values revision 2026-07-28 mirrors into headers (`Mcp-Name`,
+//!   `Mcp-Param-*`): their encoding, strict decoding, comparison with the body, and a
+//!   tool's `x-mcp-header` annotations read from its `inputSchema`.
 //! - [`app`]: what a server application answers itself (`initialize`, `ping`), a tool
 //!   table for `tools/list` and `tools/call`, progress: the adapters' application layers
 //!   run on it, so they hold no MCP method names.
@@ -76,6 +79,7 @@ pub mod app;
 pub mod client;
 pub mod conn;
 pub mod jsonrpc;
+pub mod mirror;
 pub mod resume;
 pub mod server;
 pub mod sse;
