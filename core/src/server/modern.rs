@@ -163,10 +163,10 @@ pub(super) fn check(
     {
         return Err(Invalid::MethodHeader);
     }
-    let named = match method {
-        "tools/call" | "prompts/get" => Some(params.name),
-        "resources/read" => Some(params.uri),
-        _ => None,
+    let named = match crate::mirror::name_member(method) {
+        Some("uri") => Some(params.uri),
+        Some(_) => Some(params.name),
+        None => None,
     };
     if let Some(value) = named {
         let agrees = match (&headers.name, value) {
@@ -191,10 +191,11 @@ fn served_version(text: &str, served: &[ProtocolVersion]) -> Result<ProtocolVers
         .ok_or_else(|| Invalid::Unsupported(text.to_owned()))
 }
 
-/// Whether an `Mcp-Name` value names `value`: the header's optional whitespace trimmed,
-/// then compared exactly (values are case-sensitive, MODERN-6).
+/// Whether an `Mcp-Name` value names `value`: decoded (optional whitespace trimmed, the
+/// `=?base64?…?=` sentinel undone, MODERN-8), then compared exactly (values are
+/// case-sensitive, MODERN-6).
 fn header_names(header: &[u8], value: &str) -> bool {
-    header.trim_ascii() == value.as_bytes()
+    crate::mirror::decode(header).is_ok_and(|decoded| decoded == value)
 }
 
 #[cfg(test)]
@@ -345,6 +346,13 @@ mod tests {
             ("mcp-name", "  echo  "),
         ]);
         assert!(check(&padded, &call(&params), &MODERN).is_ok());
+        // MODERN-8: a name may come in the sentinel ("echo" in base64).
+        let encoded = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "=?base64?ZWNobw==?="),
+        ]);
+        assert!(check(&encoded, &call(&params), &MODERN).is_ok());
     }
 
     #[test]
