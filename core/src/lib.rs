@@ -38,8 +38,9 @@
 //!   that sheds the oldest connection not busy, header and idle timeouts), the policy
 //!   both adapters' servers run.
 //! - [`app`]: what a server application answers itself (`initialize`, `ping`), a tool
-//!   table for `tools/list` and `tools/call`, progress: the adapters' application layers
-//!   run on it, so they hold no MCP method names.
+//!   table for `tools/list` and `tools/call`, progress, and [`app::Dispatcher`], the calls
+//!   in flight, their cancellation and their requests to the client: the adapters'
+//!   application layers run on it, so they hold no MCP method names.
 //!
 //! ## Cargo features
 //!
