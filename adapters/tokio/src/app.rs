@@ -183,7 +183,8 @@ pub trait Handler: Send + Sync + 'static {
         mcpwire::app::default_server_info()
     }
 
-    /// `capabilities` in the `InitializeResult`.
+    /// `capabilities` in the `InitializeResult`. Asked for each `initialize` (as is
+    /// [`server_info`](Self::server_info)) under the layer's lock: return at once.
     fn capabilities(&self) -> Value {
         json!({})
     }
