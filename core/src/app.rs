@@ -6,7 +6,9 @@
 //! Both adapters' `app` modules (an async function per request on tokio, a handler
 //! thread on the blocking adapter) are built on this module, so an application answers
 //! the same wherever it runs and the adapters hold no MCP method names: they schedule
-//! handlers and carry their answers. Not a full SDK: no resources, prompts or schema
+//! handlers and carry their answers. [`Dispatcher`] is the state they share: the calls
+//! in flight, their cancellation (early cancels included), their server→client
+//! requests, and what to do with each event. Not a full SDK: no resources, prompts or schema
 //! validation beyond deserializing a tool's arguments.
 
 use std::time::Instant;
@@ -15,6 +17,10 @@ use serde_json::{Value, json};
 
 use crate::jsonrpc::{ErrorCode, Message, RawJson};
 use crate::server::{IncomingRequest, RequestHandle, Server};
+
+mod dispatcher;
+
+pub use dispatcher::{Ask, CallInfo, Cancel, Describe, Dispatcher, Limits, Reply, Start, Step};
 
 /// A JSON-RPC error answer, from a handler or from a client.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +54,11 @@ impl CallError {
             code: ErrorCode::INTERNAL_ERROR,
             message: message.into(),
         }
+    }
+
+    /// -32603 "the server is busy; try again": a call the server has no room for now.
+    pub fn busy() -> Self {
+        Self::internal("the server is busy; try again")
     }
 }
 

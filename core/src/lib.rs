@@ -41,8 +41,9 @@
 //!   `Mcp-Param-*`): their encoding, strict decoding, comparison with the body, and a
 //!   tool's `x-mcp-header` annotations read from its `inputSchema`.
 //! - [`app`]: what a server application answers itself (`initialize`, `ping`), a tool
-//!   table for `tools/list` and `tools/call`, progress: the adapters' application layers
-//!   run on it, so they hold no MCP method names.
+//!   table for `tools/list` and `tools/call`, progress, and [`app::Dispatcher`], the calls
+//!   in flight, their cancellation and their requests to the client: the adapters'
+//!   application layers run on it, so they hold no MCP method names.
 //!
 //! ## Cargo features
 //!

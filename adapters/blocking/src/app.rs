@@ -3,49 +3,69 @@
 //! notifications on that request's stream, asks the client ([`Call::request`]) and sees
 //! cancellation, and [`Tools`], a typed tool table. The blocking twin of
 //! `mcpwire_tokio::app`; not a full SDK: `initialize`, `ping`, `tools/list` and
-//! `tools/call`, and whatever else a [`Handler`] answers. What those answers are is
-//! decided in [`mcpwire::app`], for both; this module runs the handlers on threads.
+//! `tools/call`, and whatever else a [`Handler`] answers. What those answers are, which
+//! calls are in flight and cancelled, and where a client's response goes are decided in
+//! [`mcpwire::app`] (its [`Dispatcher`]), for both; this module runs the handlers on
+//! threads.
 //!
 //! Handlers run on threads of their own ([`ServeOptions::with_handlers`]), not on the
 //! server's workers: the worker that carries a request's SSE stream keeps writing the
 //! handler's progress while the handler runs.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-pub use mcpwire::app::{CallError, text_result};
-use mcpwire::app::{Route, ToolTable};
-use mcpwire::jsonrpc::{RawJson, RequestId};
-use mcpwire::server::{Event, IncomingRequest, RequestHandle, SendError, SessionId, Target};
+use mcpwire::app::{Ask, CallInfo, Describe, Dispatcher, Route, Start, Step, ToolTable};
+pub use mcpwire::app::{CallError, Limits, text_result};
+use mcpwire::server::{Event, RequestHandle, SendError, SessionId};
 use serde_json::{Value, json};
 
 use crate::server::{Driver, ServeOptions, Sink};
 
-/// Server→client requests awaiting the client's response, by session and id.
-type Pending = Mutex<HashMap<(SessionId, RequestId), mpsc::Sender<Result<Value, CallError>>>>;
-
 /// How often a [`Call::request`] waiting for its response looks at the cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(10);
 
+/// A call's answer, or a client's.
+type Answer = Result<Value, CallError>;
+
+/// A call's cancel signal: the flag its [`Call`] reads.
+#[derive(Clone, Default)]
+struct CancelFlag(Arc<AtomicBool>);
+
+impl mcpwire::app::Cancel for CancelFlag {
+    fn cancel(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// Where a client's answer to a [`Call::request`] goes.
+struct ReplyTx(mpsc::Sender<Answer>);
+
+impl mcpwire::app::Reply for ReplyTx {
+    fn reply(self, answer: Answer) {
+        let _ = self.0.send(answer);
+    }
+}
+
+/// The layer's state, shared by the sink and the calls (see [`Dispatcher`]).
+type Calls = Arc<Mutex<Dispatcher<CancelFlag, ReplyTx>>>;
+
 /// One client request, for its handler.
 pub struct Call {
-    pending: Arc<Pending>,
+    calls: Calls,
     driver: Driver,
-    handle: RequestHandle,
-    session: Option<SessionId>,
-    method: String,
-    params: Option<Value>,
-    cancelled: Arc<AtomicBool>,
+    info: CallInfo,
+    cancelled: CancelFlag,
 }
 
 impl std::fmt::Debug for Call {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Call")
-            .field("method", &self.method)
-            .field("params", &self.params)
+            .field("method", &self.info.method())
+            .field("params", &self.info.params())
             .finish_non_exhaustive()
     }
 }
@@ -53,22 +73,22 @@ impl std::fmt::Debug for Call {
 impl Call {
     /// The method.
     pub fn method(&self) -> &str {
-        &self.method
+        self.info.method()
     }
 
     /// The params, if any.
     pub fn params(&self) -> Option<&Value> {
-        self.params.as_ref()
+        self.info.params()
     }
 
     /// The session, if the server keeps sessions.
     pub fn session(&self) -> Option<SessionId> {
-        self.session
+        self.info.session()
     }
 
     /// `params._meta.progressToken`, if the client asked for progress.
     pub fn progress_token(&self) -> Option<&Value> {
-        mcpwire::app::progress_token(self.params.as_ref())
+        self.info.progress_token()
     }
 
     /// Sends a notification related to this request (on its stream, HTTP-POST-9).
@@ -76,14 +96,8 @@ impl Call {
     /// # Errors
     /// [`SendError`] from the core (the request is no longer open, …).
     pub fn notify(&self, method: &str, params: Value) -> Result<(), SendError> {
-        let params = params.to_string();
-        let raw = RawJson::new(&params).map_err(|_| SendError::NoStream)?;
-        let handle = self.handle;
-        self.driver.with_server(|server, now| {
-            server
-                .notify(now, Target::Request(handle), method, Some(&raw))
-                .map(|_| ())
-        })
+        self.driver
+            .with_server(|server, now| self.info.notify(server, now, method, &params))
     }
 
     /// Sends `notifications/progress` if the client gave a progress token; a no-op
@@ -92,11 +106,8 @@ impl Call {
     /// # Errors
     /// As [`notify`](Self::notify).
     pub fn progress(&self, progress: f64, total: Option<f64>) -> Result<(), SendError> {
-        let Some(token) = self.progress_token().cloned() else {
-            return Ok(());
-        };
-        let params = mcpwire::app::progress_params(token, progress, total);
-        self.notify(mcpwire::app::PROGRESS, params)
+        self.driver
+            .with_server(|server, now| self.info.progress(server, now, progress, total))
     }
 
     /// Sends a request to the client on this request's stream (`sampling/createMessage`,
@@ -113,39 +124,28 @@ impl Call {
         params: Value,
         timeout: Option<Duration>,
     ) -> Result<Value, CallError> {
-        let session = self
-            .session
-            .ok_or_else(|| CallError::internal("server requests need a session"))?;
-        let text = params.to_string();
-        let raw = RawJson::new(&text).map_err(|_| CallError::internal("params are not JSON"))?;
-        let deadline = timeout.map(|t| Instant::now() + t);
         let (tx, rx) = mpsc::channel();
-        let handle = self.handle;
-        {
-            // Held while sending, so the response cannot be dispatched before its entry
-            // exists; the events the send causes are dispatched once it is released (the
-            // sink takes it too).
-            let mut pending = lock(&self.pending);
-            let sent = self.driver.with_server_deferred(|server, now| {
-                server.request(now, Target::Request(handle), method, Some(&raw), deadline)
-            });
-            match sent {
-                Ok(id) => {
-                    pending.insert((session, id), tx);
-                }
-                Err(e) => {
-                    drop(pending);
-                    self.driver.deliver();
-                    return Err(CallError::internal(format!("cannot send {method}: {e}")));
-                }
-            }
-        }
+        let ask = Ask {
+            method,
+            params: &params,
+            timeout,
+        };
+        // Held while sending, so the response cannot be dispatched before its reply slot
+        // is kept; the events the send causes are dispatched once it is released (the
+        // sink takes it too).
+        let sent = {
+            let mut calls = lock(&self.calls);
+            self.driver.with_server_deferred(|server, now| {
+                calls.request(server, now, self.info.handle(), ask, ReplyTx(tx))
+            })
+        };
         self.driver.deliver();
+        sent?;
         loop {
             match rx.recv_timeout(CANCEL_POLL) {
                 Ok(answer) => return answer,
                 Err(RecvTimeoutError::Disconnected) => {
-                    // The entry went: the core timed the request out, or the session ended.
+                    // The slot went: the core timed the request out, or the session ended.
                     return Err(CallError::internal(format!("{method}: no response")));
                 }
                 Err(RecvTimeoutError::Timeout) if self.is_cancelled() => {
@@ -159,11 +159,11 @@ impl Call {
     /// Whether the client cancelled the request (or its session ended): a long handler
     /// checks it between steps and gives up (its answer would be dropped anyway).
     pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire)
+        self.cancelled.0.load(Ordering::Acquire)
     }
 
     /// The handle on the core, for anything else (a notification to the session's GET
-    /// stream with [`Target::Session`], say).
+    /// stream with [`Target::Session`](mcpwire::server::Target::Session), say).
     pub fn driver(&self) -> &Driver {
         &self.driver
     }
@@ -176,7 +176,8 @@ pub trait Handler: Send + Sync + 'static {
         mcpwire::app::default_server_info()
     }
 
-    /// `capabilities` in the `InitializeResult`.
+    /// `capabilities` in the `InitializeResult`. Asked for each `initialize` (as is
+    /// [`server_info`](Self::server_info)) under the layer's lock: return at once.
     fn capabilities(&self) -> Value {
         json!({})
     }
@@ -263,101 +264,62 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The open requests: their session and the cancel flag their [`Call`] reads.
-type Open = HashMap<RequestHandle, (Option<SessionId>, Arc<AtomicBool>)>;
-
 /// The calls waiting for a handler thread.
 struct Jobs {
     queue: VecDeque<Call>,
     closed: bool,
 }
 
+/// The handler as [`Dispatcher::handle_event`] asks it for the `InitializeResult`.
+struct Described<'a>(&'a dyn Handler);
+
+impl Describe for Described<'_> {
+    fn capabilities(&self) -> Value {
+        self.0.capabilities()
+    }
+
+    fn server_info(&self) -> Value {
+        self.0.server_info()
+    }
+}
+
 /// The application layer's state, shared by the sink and the handler threads.
 struct App {
     handler: Arc<dyn Handler>,
-    /// The requests whose handler has not answered.
-    open: Mutex<Open>,
-    /// The server→client requests of the handlers.
-    pending: Arc<Pending>,
+    calls: Calls,
     jobs: Mutex<Jobs>,
     ready: Condvar,
     capacity: usize,
 }
 
 impl App {
-    /// Acts on one event of the server; never blocks.
+    /// Acts on one event of the server, as the dispatcher says; never blocks.
     fn dispatch(&self, driver: &Driver, event: Event) {
         self.handler.observe(&event);
-        match event {
-            Event::Request(request) => self.start(driver, request),
-            Event::Response { session, message } => {
-                let Some(id) = message.id().cloned() else {
-                    return;
-                };
-                let waiter = lock(&self.pending).remove(&(session, id));
-                if let Some(tx) = waiter {
-                    let _ = tx.send(mcpwire::app::client_answer(&message.message()));
-                }
-            }
-            Event::RequestTimedOut { session, id } => {
-                // Its waiter sees the channel close.
-                lock(&self.pending).remove(&(session, id));
-            }
-            Event::Cancelled { request, .. } => {
-                if let Some((_, flag)) = lock(&self.open).get(&request) {
-                    flag.store(true, Ordering::Release);
-                }
-            }
-            Event::SessionClosed { session, .. } => {
-                // Its server requests will never be answered: their waiters end.
-                lock(&self.pending).retain(|(s, _), _| *s != session);
-                for (s, flag) in lock(&self.open).values() {
-                    if *s == Some(session) {
-                        flag.store(true, Ordering::Release);
-                    }
-                }
-            }
-            _ => {}
+        let step = lock(&self.calls).handle_event(event, &Described(&*self.handler));
+        match step {
+            Step::Done => {}
+            Step::Answer(handle, result) => answer(driver, handle, result),
+            Step::Run(start) => self.start(driver, start),
         }
     }
 
-    /// Answers `initialize` and `ping` at once; queues anything else for a handler.
-    fn start(&self, driver: &Driver, request: IncomingRequest) {
-        let handle = request.handle();
-        let immediate = mcpwire::app::builtin_answer(
-            &request,
-            || self.handler.capabilities(),
-            || self.handler.server_info(),
-        );
-        if let Some(result) = immediate {
-            answer(driver, handle, Ok(result));
-            return;
-        }
-        let cancelled = Arc::new(AtomicBool::new(false));
+    /// Queues a call for a handler thread; answers it busy when the queue is full.
+    fn start(&self, driver: &Driver, start: Start<CancelFlag>) {
+        let (info, cancelled) = start.into_parts();
+        let handle = info.handle();
         let call = Call {
-            pending: Arc::clone(&self.pending),
+            calls: Arc::clone(&self.calls),
             driver: driver.clone(),
-            handle,
-            session: request.session(),
-            method: request.method().to_owned(),
-            params: request
-                .message()
-                .payload()
-                .and_then(|p| serde_json::from_str(p.as_str()).ok()),
-            cancelled: Arc::clone(&cancelled),
+            info,
+            cancelled,
         };
         let mut jobs = lock(&self.jobs);
         if jobs.queue.len() >= self.capacity {
             drop(jobs);
-            answer(
-                driver,
-                handle,
-                Err(CallError::internal("the server is busy; try again")),
-            );
+            finish(&self.calls, driver, handle, Err(CallError::busy()));
             return;
         }
-        // Open before a handler can run, so a cancel that comes while it runs finds it.
-        lock(&self.open).insert(handle, (request.session(), cancelled));
         jobs.queue.push_back(call);
         drop(jobs);
         self.ready.notify_one();
@@ -384,9 +346,16 @@ impl App {
             let result =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.handler.call(&call)))
                     .unwrap_or_else(|_| Err(CallError::internal("the handler panicked")));
-            lock(&self.open).remove(&call.handle);
-            answer(&call.driver, call.handle, result);
+            finish(&self.calls, &call.driver, call.info.handle(), result);
         }
+    }
+}
+
+/// A call's handler finished (or never ran): the dispatcher forgets it, and its answer
+/// goes out unless it was cancelled.
+fn finish(calls: &Calls, driver: &Driver, handle: RequestHandle, result: Answer) {
+    if lock(calls).finish(handle) {
+        answer(driver, handle, result);
     }
 }
 
@@ -403,7 +372,8 @@ impl Drop for Closer {
 
 /// The sink that serves `handler`: `initialize` and `ping` answered in place, every other
 /// request run on one of `options.handlers()` threads (spawned now), at most
-/// `options.queue()` waiting; one more is answered -32603 at once.
+/// `options.queue()` waiting; one more is answered -32603 at once, as is one beyond
+/// `options.app_limits()`.
 /// [`serve`](crate::server::serve) uses it.
 ///
 /// # Errors
@@ -412,8 +382,7 @@ impl Drop for Closer {
 pub fn mount(handler: Arc<dyn Handler>, options: &ServeOptions) -> std::io::Result<Sink> {
     let app = Arc::new(App {
         handler,
-        open: Mutex::new(HashMap::new()),
-        pending: Arc::default(),
+        calls: Arc::new(Mutex::new(Dispatcher::new(options.app_limits()))),
         jobs: Mutex::new(Jobs {
             queue: VecDeque::new(),
             closed: false,
@@ -433,6 +402,6 @@ pub fn mount(handler: Arc<dyn Handler>, options: &ServeOptions) -> std::io::Resu
     }))
 }
 
-fn answer(driver: &Driver, handle: RequestHandle, result: Result<Value, CallError>) {
+fn answer(driver: &Driver, handle: RequestHandle, result: Answer) {
     driver.with_server(|server, now| mcpwire::app::answer(server, now, handle, result));
 }

@@ -168,13 +168,15 @@ pub struct ServeOptions {
     limits: Limits,
     max_head: usize,
     log: Option<Log>,
+    app_limits: mcpwire::app::Limits,
 }
 
 impl ServeOptions {
     /// The defaults: 64 workers, 8 handler threads with 1,024 queued calls, `Retry-After:
     /// 1` on a busy 503, `TCP_NODELAY` on, a 30 s write timeout, 16 KiB body reads, a 5 s
     /// grace when a [`Handle`] is dropped, [`Limits::new`] (1,024 connections, 10 s for a
-    /// head once begun, 60 s idle), heads of at most 16 KiB, and no log.
+    /// head once begun, 60 s idle), heads of at most 16 KiB, no log, and the application
+    /// layer's tables bounded by [`mcpwire::app::Limits::new`].
     pub fn new() -> Self {
         Self {
             workers: 64,
@@ -188,6 +190,7 @@ impl ServeOptions {
             limits: Limits::new(),
             max_head: 16 << 10,
             log: None,
+            app_limits: mcpwire::app::Limits::new(),
         }
     }
 
@@ -204,6 +207,13 @@ impl ServeOptions {
     pub fn with_handlers(mut self, threads: usize, queue: usize) -> Self {
         self.handlers = threads.max(1);
         self.queue = queue;
+        self
+    }
+
+    /// The bounds of the application layer's tables ([`app`](crate::app): calls in
+    /// flight, early cancels, requests to clients awaiting their response).
+    pub fn with_app_limits(mut self, limits: mcpwire::app::Limits) -> Self {
+        self.app_limits = limits;
         self
     }
 
@@ -300,6 +310,11 @@ impl ServeOptions {
         self.queue
     }
 
+    /// The bounds of the application layer's tables.
+    pub fn app_limits(&self) -> mcpwire::app::Limits {
+        self.app_limits
+    }
+
     /// The connection bound and deadlines.
     pub fn limits(&self) -> &Limits {
         &self.limits
@@ -332,6 +347,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("limits", &self.limits)
             .field("max_head", &self.max_head)
             .field("log", &self.log.is_some())
+            .field("app_limits", &self.app_limits)
             .finish()
     }
 }

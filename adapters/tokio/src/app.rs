@@ -3,18 +3,19 @@
 //! cancellation, and [`Tools`], a typed tool table. Not a full SDK: `initialize`,
 //! `ping`, `tools/list` and `tools/call`, and whatever else a [`Handler`] answers.
 //!
-//! What those answers are is decided in [`mcpwire::app`], as for the blocking adapter's
-//! layer; this module runs the handlers as futures and carries their answers.
+//! What those answers are, which calls are in flight and cancelled, and where a client's
+//! response goes are decided in [`mcpwire::app`] (its [`Dispatcher`]), as for the
+//! blocking adapter's layer; this module runs the handlers as futures and carries their
+//! answers.
 
-use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-pub use mcpwire::app::{CallError, text_result};
-use mcpwire::app::{Route, ToolTable};
-use mcpwire::jsonrpc::{RawJson, RequestId};
-use mcpwire::server::{Event, IncomingRequest, RequestHandle, SendError, SessionId, Target};
+use mcpwire::app::{Ask, CallInfo, Describe, Dispatcher, Route, Start, Step, ToolTable};
+pub use mcpwire::app::{CallError, Limits, text_result};
+use mcpwire::server::{Event, RequestHandle, SendError, SessionId};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -23,26 +24,51 @@ use crate::server::McpService;
 /// A boxed future, as handlers return.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Server→client requests awaiting the client's response, by session and id.
-type Pending =
-    Arc<Mutex<BTreeMap<(SessionId, RequestId), oneshot::Sender<Result<Value, CallError>>>>>;
+/// A call's answer, or a client's.
+type Answer = Result<Value, CallError>;
+
+/// A call's cancel signal: a watch channel its [`Call`] subscribes to.
+#[derive(Clone)]
+struct CancelTx(Arc<watch::Sender<bool>>);
+
+impl Default for CancelTx {
+    fn default() -> Self {
+        Self(Arc::new(watch::channel(false).0))
+    }
+}
+
+impl mcpwire::app::Cancel for CancelTx {
+    fn cancel(&self) {
+        // Kept even with no receiver yet: the call subscribes after an early cancel.
+        self.0.send_replace(true);
+    }
+}
+
+/// Where a client's answer to a [`Call::request`] goes.
+struct ReplyTx(oneshot::Sender<Answer>);
+
+impl mcpwire::app::Reply for ReplyTx {
+    fn reply(self, answer: Answer) {
+        let _ = self.0.send(answer);
+    }
+}
+
+/// The layer's state, shared by the sink and the calls (see [`Dispatcher`]).
+type Calls = Arc<Mutex<Dispatcher<CancelTx, ReplyTx>>>;
 
 /// One client request, for its handler.
 pub struct Call {
-    pending: Pending,
+    calls: Calls,
     service: McpService,
-    handle: RequestHandle,
-    session: Option<SessionId>,
-    method: String,
-    params: Option<Value>,
+    info: CallInfo,
     cancelled: watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for Call {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Call")
-            .field("method", &self.method)
-            .field("params", &self.params)
+            .field("method", &self.info.method())
+            .field("params", &self.info.params())
             .finish_non_exhaustive()
     }
 }
@@ -50,22 +76,22 @@ impl std::fmt::Debug for Call {
 impl Call {
     /// The method.
     pub fn method(&self) -> &str {
-        &self.method
+        self.info.method()
     }
 
     /// The params, if any.
     pub fn params(&self) -> Option<&Value> {
-        self.params.as_ref()
+        self.info.params()
     }
 
     /// The session, if the server keeps sessions.
     pub fn session(&self) -> Option<SessionId> {
-        self.session
+        self.info.session()
     }
 
     /// `params._meta.progressToken`, if the client asked for progress.
     pub fn progress_token(&self) -> Option<&Value> {
-        mcpwire::app::progress_token(self.params.as_ref())
+        self.info.progress_token()
     }
 
     /// Sends a notification related to this request (on its stream, HTTP-POST-9).
@@ -73,14 +99,8 @@ impl Call {
     /// # Errors
     /// [`SendError`] from the core (the request is no longer open, …).
     pub fn notify(&self, method: &str, params: Value) -> Result<(), SendError> {
-        let params = params.to_string();
-        let raw = RawJson::new(&params).map_err(|_| SendError::NoStream)?;
-        let handle = self.handle;
-        self.service.with_server(|server, now| {
-            server
-                .notify(now, Target::Request(handle), method, Some(&raw))
-                .map(|_| ())
-        })
+        self.service
+            .with_server(|server, now| self.info.notify(server, now, method, &params))
     }
 
     /// Sends `notifications/progress` if the client gave a progress token; a no-op
@@ -89,11 +109,8 @@ impl Call {
     /// # Errors
     /// As [`notify`](Self::notify).
     pub fn progress(&self, progress: f64, total: Option<f64>) -> Result<(), SendError> {
-        let Some(token) = self.progress_token().cloned() else {
-            return Ok(());
-        };
-        let params = mcpwire::app::progress_params(token, progress, total);
-        self.notify(mcpwire::app::PROGRESS, params)
+        self.service
+            .with_server(|server, now| self.info.progress(server, now, progress, total))
     }
 
     /// Sends a request to the client on this request's stream (`sampling/createMessage`,
@@ -104,36 +121,37 @@ impl Call {
     /// The client's error response; -32603 when the request cannot be sent or this call
     /// was cancelled before the answer came.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, CallError> {
-        let session = self
-            .session
-            .ok_or_else(|| CallError::internal("server requests need a session"))?;
-        let text = params.to_string();
-        let raw = RawJson::new(&text).map_err(|_| CallError::internal("params are not JSON"))?;
+        self.request_with_timeout(method, params, None).await
+    }
+
+    /// As [`request`](Self::request), but gives up when `timeout` passes (the core then
+    /// drops a late response).
+    ///
+    /// # Errors
+    /// As [`request`](Self::request); -32603 too when no response came in time.
+    pub async fn request_with_timeout(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, CallError> {
         let (tx, rx) = oneshot::channel();
-        let handle = self.handle;
-        // The lock is held while sending, so the response cannot come before the entry;
-        // the events the send causes are dispatched after it is released (the
-        // sink takes it too).
-        {
-            let mut pending = self
-                .pending
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let sent = self.service.with_server_deferred(|server, now| {
-                server.request(now, Target::Request(handle), method, Some(&raw), None)
-            });
-            match sent {
-                Ok(id) => {
-                    pending.insert((session, id), tx);
-                }
-                Err(e) => {
-                    drop(pending);
-                    self.service.deliver();
-                    return Err(CallError::internal(format!("cannot send {method}: {e}")));
-                }
-            }
-        }
+        let ask = Ask {
+            method,
+            params: &params,
+            timeout,
+        };
+        // The lock is held while sending, so the response cannot come before its reply
+        // slot is kept; the events the send causes are dispatched after it is released
+        // (the sink takes it too).
+        let sent = {
+            let mut calls = lock(&self.calls);
+            self.service.with_server_deferred(|server, now| {
+                calls.request(server, now, self.info.handle(), ask, ReplyTx(tx))
+            })
+        };
         self.service.deliver();
+        sent?;
         tokio::select! {
             answer = rx => answer.unwrap_or_else(|_| Err(CallError::internal(format!("{method}: no response")))),
             () = self.cancelled() => Err(CallError::internal(format!("{method}: cancelled"))),
@@ -150,6 +168,12 @@ impl Call {
         let mut rx = self.cancelled.clone();
         let _ = rx.wait_for(|c| *c).await;
     }
+
+    /// The service, for anything else (a notification to the session's GET stream
+    /// with [`Target::Session`](mcpwire::server::Target::Session), say).
+    pub fn service(&self) -> &McpService {
+        &self.service
+    }
 }
 
 /// What a server's application does with requests.
@@ -159,7 +183,8 @@ pub trait Handler: Send + Sync + 'static {
         mcpwire::app::default_server_info()
     }
 
-    /// `capabilities` in the `InitializeResult`.
+    /// `capabilities` in the `InitializeResult`. Asked for each `initialize` (as is
+    /// [`server_info`](Self::server_info)) under the layer's lock: return at once.
     fn capabilities(&self) -> Value {
         json!({})
     }
@@ -250,113 +275,54 @@ impl Handler for Tools {
     }
 }
 
-/// The requests whose handler is still running, with their session and the cancel
-/// signal their [`Call`] watches.
-type Open = Arc<Mutex<HashMap<RequestHandle, (Option<SessionId>, watch::Sender<bool>)>>>;
+/// The handler as [`Dispatcher::handle_event`] asks it for the `InitializeResult`.
+struct Described<'a>(&'a dyn Handler);
+
+impl Describe for Described<'_> {
+    fn capabilities(&self) -> Value {
+        self.0.capabilities()
+    }
+
+    fn server_info(&self) -> Value {
+        self.0.server_info()
+    }
+}
 
 /// The application layer's state: what [`run`] and [`mount`] share.
 struct App {
     handler: Arc<dyn Handler>,
-    open: Open,
-    /// Cancels that came before their request's handler started, newest last.
-    early: Mutex<std::collections::VecDeque<RequestHandle>>,
-    pending: Pending,
+    calls: Calls,
 }
 
-/// The most cancels kept for requests not yet started.
-const EARLY_CANCELS: usize = 64;
-
 impl App {
-    fn new(handler: Arc<dyn Handler>) -> Self {
+    fn new(handler: Arc<dyn Handler>, limits: Limits) -> Self {
         Self {
             handler,
-            open: Open::default(),
-            early: Mutex::default(),
-            pending: Pending::default(),
+            calls: Arc::new(Mutex::new(Dispatcher::new(limits))),
         }
     }
 
-    /// Acts on one event of the service.
+    /// Acts on one event of the service, as the dispatcher says.
     fn dispatch(&self, service: &McpService, event: Event) {
         self.handler.observe(&event);
-        match event {
-            Event::Request(request) => self.start(service, request),
-            Event::Response { session, message } => {
-                let Some(id) = message.id().cloned() else {
-                    return;
-                };
-                let waiter = lock(&self.pending).remove(&(session, id));
-                if let Some(tx) = waiter {
-                    let _ = tx.send(mcpwire::app::client_answer(&message.message()));
-                }
-            }
-            Event::Cancelled { request, .. } => {
-                let open = lock(&self.open);
-                if let Some((_, tx)) = open.get(&request) {
-                    let _ = tx.send(true);
-                } else {
-                    // Its request event may be in hand on another connection's task, not
-                    // started yet (events of different inputs may be handled at the same
-                    // time): it will start cancelled. Bounded, for the cancel of a request
-                    // that just finished instead.
-                    drop(open);
-                    let mut early = lock(&self.early);
-                    if early.len() == EARLY_CANCELS {
-                        early.pop_front();
-                    }
-                    early.push_back(request);
-                }
-            }
-            Event::SessionClosed { session, .. } => {
-                // Its server requests will never be answered: their waiters end.
-                lock(&self.pending).retain(|(s, _), _| *s != session);
-                for (s, tx) in lock(&self.open).values() {
-                    if *s == Some(session) {
-                        let _ = tx.send(true);
-                    }
-                }
-            }
-            _ => {}
+        let step = lock(&self.calls).handle_event(event, &Described(&*self.handler));
+        match step {
+            Step::Done => {}
+            Step::Answer(handle, result) => answer(service, handle, result),
+            Step::Run(start) => self.start(service, start),
         }
     }
 
-    /// Answers `initialize` and `ping` at once; runs the handler for anything else.
-    fn start(&self, service: &McpService, request: IncomingRequest) {
-        let handle = request.handle();
-        let immediate = mcpwire::app::builtin_answer(
-            &request,
-            || self.handler.capabilities(),
-            || self.handler.server_info(),
-        );
-        if let Some(result) = immediate {
-            answer(service, handle, Ok(result));
-            return;
-        }
-        // Open before the handler runs, so a cancel that comes while it runs finds it; a
-        // cancel handled before this left its entry, and the handler starts cancelled.
-        let rx = {
-            let mut open = lock(&self.open);
-            let mut early = lock(&self.early);
-            let at = early.iter().position(|h| *h == handle);
-            let (tx, rx) = watch::channel(at.is_some());
-            if let Some(at) = at {
-                early.remove(at);
-            }
-            open.insert(handle, (request.session(), tx));
-            rx
-        };
-        let params = request
-            .message()
-            .payload()
-            .and_then(|p| serde_json::from_str(p.as_str()).ok());
+    /// Runs the handler of a call: in place when it finishes at its first poll, else in a
+    /// task of its own.
+    fn start(&self, service: &McpService, start: Start<CancelTx>) {
+        let (info, cancel) = start.into_parts();
+        let handle = info.handle();
         let call = Call {
-            pending: Arc::clone(&self.pending),
+            calls: Arc::clone(&self.calls),
             service: service.clone(),
-            handle,
-            session: request.session(),
-            method: request.method().to_owned(),
-            params,
-            cancelled: rx,
+            info,
+            cancelled: cancel.0.subscribe(),
         };
         let mut future = self.handler.call(call);
         // Most handlers finish at their first poll (no await point reached): answer those
@@ -371,22 +337,24 @@ impl App {
             Ok(std::task::Poll::Pending) => None,
             Err(_) => Some(Err(CallError::internal("the handler panicked"))),
         };
-        // Answered before it leaves `open`: a cancel the core still takes for it finds it
-        // there, and none comes after (the core takes none for an answered request).
         if let Some(result) = result {
-            answer(service, handle, result);
-            lock(&self.open).remove(&handle);
+            finish(&self.calls, service, handle, result);
             return;
         }
         let service = service.clone();
-        let open = Arc::clone(&self.open);
+        let calls = Arc::clone(&self.calls);
         tokio::spawn(async move {
             let result = future.await;
-            answer(&service, handle, result);
-            open.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(&handle);
+            finish(&calls, &service, handle, result);
         });
+    }
+}
+
+/// A call's handler finished: the dispatcher forgets it, and its answer goes out unless
+/// it was cancelled.
+fn finish(calls: &Calls, service: &McpService, handle: RequestHandle, result: Answer) {
+    if lock(calls).finish(handle) {
+        answer(service, handle, result);
     }
 }
 
@@ -400,10 +368,21 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// without the channel and its task switches.
 pub async fn run(
     service: McpService,
-    mut events: mpsc::UnboundedReceiver<Event>,
+    events: mpsc::UnboundedReceiver<Event>,
     handler: Arc<dyn Handler>,
 ) {
-    let app = App::new(handler);
+    run_with_limits(service, events, handler, Limits::new()).await;
+}
+
+/// As [`run`], with the bounds of the layer's tables (calls in flight, early cancels,
+/// requests to clients awaiting their response).
+pub async fn run_with_limits(
+    service: McpService,
+    mut events: mpsc::UnboundedReceiver<Event>,
+    handler: Arc<dyn Handler>,
+    limits: Limits,
+) {
+    let app = App::new(handler, limits);
     while let Some(event) = events.recv().await {
         app.dispatch(&service, event);
     }
@@ -435,13 +414,29 @@ pub fn mount_sharded(
     entropy: Box<dyn mcpwire::Entropy + Send>,
     handler: Arc<dyn Handler>,
 ) -> McpService {
-    let app = App::new(handler);
+    mount_sharded_with_limits(shards, config, entropy, handler, Limits::new())
+}
+
+/// As [`mount_sharded`], with the bounds of the layer's tables (calls in flight, early
+/// cancels, requests to clients awaiting their response).
+///
+/// # Panics
+///
+/// Unless `1 <= shards <= 256`.
+pub fn mount_sharded_with_limits(
+    shards: usize,
+    config: mcpwire::server::Config,
+    entropy: Box<dyn mcpwire::Entropy + Send>,
+    handler: Arc<dyn Handler>,
+    limits: Limits,
+) -> McpService {
+    let app = App::new(handler, limits);
     McpService::sharded(shards, config, entropy, move |service, event| {
         app.dispatch(service, event);
     })
 }
 
-fn answer(service: &McpService, handle: RequestHandle, result: Result<Value, CallError>) {
+fn answer(service: &McpService, handle: RequestHandle, result: Answer) {
     service.with_server(|server, now| mcpwire::app::answer(server, now, handle, result));
 }
 
@@ -449,6 +444,7 @@ fn answer(service: &McpService, handle: RequestHandle, result: Result<Value, Cal
 mod tests {
     use super::*;
     use bytes::Bytes;
+    use mcpwire::jsonrpc::RawJson;
     use mcpwire::server::Config;
     use mcpwire_tests::server::{counter_entropy, post_head};
 
@@ -520,12 +516,12 @@ mod tests {
                 async move { Ok(text_result("done")) }
             }
         });
-        let app = App::new(Arc::new(tools));
+        let app = App::new(Arc::new(tools), Limits::new());
         app.dispatch(&service, cancel);
-        assert_eq!(lock(&app.early).len(), 1);
+        assert_eq!(lock(&app.calls).early_cancels(), 1);
         app.dispatch(&service, request);
         assert_eq!(*lock(&seen), Some(true), "the handler starts cancelled");
-        assert!(lock(&app.early).is_empty());
-        assert!(lock(&app.open).is_empty());
+        assert_eq!(lock(&app.calls).early_cancels(), 0);
+        assert_eq!(lock(&app.calls).calls(), 0);
     }
 }

@@ -80,6 +80,25 @@ async fn start_sharded(
                 ))
             },
         );
+    let tools = tools.with_tool(
+        "ask_briefly",
+        "",
+        json!({"type": "object"}),
+        |call, _a: Value| async move {
+            let asked = call
+                .request_with_timeout(
+                    "elicitation/create",
+                    json!({"message": "?"}),
+                    Some(Duration::from_millis(100)),
+                )
+                .await;
+            let text = match asked {
+                Ok(answer) => answer.to_string(),
+                Err(e) => e.message,
+            };
+            Ok(text_result(&text))
+        },
+    );
     let service = app::mount_sharded(shards, Config::new(), counter_entropy(21), Arc::new(tools));
     tokio::spawn(serve(listener, service.clone()));
     (addr, service)
@@ -207,6 +226,42 @@ async fn http_post_9_mount_a_handler_asks_the_client_and_gets_its_answer() {
     .expect("answered in time");
     assert_eq!(result.unwrap()["content"][0]["text"], "from the client");
     answering.abort();
+    client.close().await;
+}
+
+/// HTTP-POST-9: a server→client request given a timeout fails once it passes without an
+/// answer (the core's deadline), and the handler goes on to answer its own request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_post_9_a_request_to_a_client_that_never_answers_times_out() {
+    let signals = Arc::new(Signals {
+        started: Notify::new(),
+        cancelled: Notify::new(),
+    });
+    let addr = start(signals).await;
+    let uri: http::Uri = format!("http://{addr}/mcp").parse().unwrap();
+    let (client, mut messages) = tokio::time::timeout(
+        Duration::from_secs(5),
+        McpClient::connect(mcpwire::client::Config::new(uri), counter_entropy(24)),
+    )
+    .await
+    .expect("connected in time")
+    .expect("connected");
+    // Reads the server's messages and answers none.
+    let ignoring = tokio::spawn(async move { while messages.recv().await.is_some() {} });
+    let result: Result<Value, ClientError> = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.call(
+            "tools/call",
+            Some(json!({"name": "ask_briefly", "arguments": {}})),
+        ),
+    )
+    .await
+    .expect("answered in time");
+    assert_eq!(
+        result.unwrap()["content"][0]["text"],
+        "elicitation/create: no response"
+    );
+    ignoring.abort();
     client.close().await;
 }
 
