@@ -490,10 +490,14 @@ impl Shared {
         let _ = self.poller.wake();
     }
 
-    /// A served connection goes back to the poller for its next request.
+    /// A served connection goes back to the poller for its next request (or is closed,
+    /// when the table shed it meanwhile).
     fn park(&self, stream: TcpStream, id: ConnId, buf: Vec<u8>) {
         let now = Instant::now();
         let mut net = self.net();
+        if !net.conns.contains(id) {
+            return;
+        }
         net.conns.idle(id, now);
         let parked = Parked {
             stream,
@@ -510,7 +514,11 @@ impl Shared {
         let _ = stream.shutdown(Shutdown::Write);
         let now = Instant::now();
         let mut net = self.net();
-        // No longer busy: it can be shed, and it expires at the idle timeout.
+        // No longer busy: it can be shed, and it expires at the idle timeout. Shed
+        // already: it goes now.
+        if !net.conns.contains(id) {
+            return;
+        }
         net.conns.idle(id, now);
         let parked = Parked {
             stream,
