@@ -343,6 +343,13 @@ impl Connections {
         }
     }
 
+    /// Whether `id` is in the table (not closed, shed nor expired): a driver giving a
+    /// connection back asks this first, and closes it rather than hold a connection
+    /// the table no longer bounds.
+    pub fn contains(&self, id: ConnId) -> bool {
+        self.entries.contains_key(&id.0)
+    }
+
     /// `id` is closed (by either side): forgotten.
     pub fn close(&mut self, id: ConnId) {
         if let Some(entry) = self.entries.remove(&id.0) {

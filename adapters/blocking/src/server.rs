@@ -7,9 +7,11 @@
 //! deadlines drive one timer thread, and its events go to the application through a
 //! sink called in place. Every status code, header, stream and session decision is the
 //! core's; the adapter's own answers are about its capacity (503 when every worker is
-//! busy or every connection is) and about HTTP it could not hand to the core (431 for a
-//! head over [`ServeOptions::with_max_head`], 400 with a JSON-RPC error for a head or a
-//! body framing it cannot read).
+//! busy or every connection is) and about HTTP it could not hand to the core, each with
+//! a JSON-RPC error body and the connection closed: 431 for a head over
+//! [`Limits::max_head`], 400 for a head or a body framing it cannot read, 501 for a
+//! transfer coding other than `chunked`, 408 for a body late past
+//! [`ServeOptions::with_body_timeout`].
 //!
 //! # Example
 //!
@@ -53,8 +55,9 @@
 //!   other error is logged, with the same pause.
 //! - **The poller** (`mio`, private) holds every connection not being served: new ones,
 //!   idle keep-alive ones and those still sending a head. It reads what is ready into
-//!   the connection's head buffer (at most [`with_max_head`](ServeOptions::with_max_head)
-//!   bytes: beyond, `431` and the connection closed), starts the header deadline at the
+//!   the connection's head buffer (at most [`Limits::max_head`] bytes, set by
+//!   [`with_max_head`](ServeOptions::with_max_head): beyond, `431` and the connection
+//!   closed), starts the header deadline at the
 //!   head's first byte, and hands a complete head to a free worker, or answers it `503`
 //!   with `Retry-After` at once when every worker is busy. It closes what the table gives
 //!   up: a head not complete within the header timeout (slowloris), a connection waiting
@@ -62,7 +65,9 @@
 //!   a file descriptor, never a thread. It also watches the socket of each stream being
 //!   served (on Unix): when its client closes its side, the worker is woken, tells the
 //!   core ([`Server::handle_disconnect`]) and is free at once, without waiting for a
-//!   heartbeat to fail.
+//!   heartbeat to fail. The watch starts at the end of the request body, so a client
+//!   that goes away while its answer (JSON or a stream) is still being made is noticed
+//!   the same way.
 //! - **Workers**, a fixed pool ([`ServeOptions::with_workers`]): one serves one request
 //!   from its head to the end of its response, then gives a keep-alive connection back
 //!   to the poller. A long-lived SSE stream (a session's GET stream, above all) holds
@@ -99,24 +104,35 @@
 //!
 //! # Requests and responses
 //!
-//! - A request body is read with `Content-Length` or chunked framing, each read waiting
-//!   at most the header timeout, and fed to the core as it comes (after a
-//!   `100 Continue` when the client asked for one). When the core answers
-//!   before the body's end (a `413` for a body over its limit, above all), the answer is
-//!   written with `Connection: close` and the rest of the body is never read: the
-//!   connection is closed (after a short bounded drain, so the answer is not lost to a
-//!   reset).
+//! - A request body is read with `Content-Length` or chunked framing (strictly: see
+//!   "Framing" below) and fed to the core as it comes (after a `100 Continue` when the
+//!   client asked for one). Each read waits at most the header timeout, and the whole
+//!   body may take at most [`ServeOptions::with_body_timeout`] from the end of its head:
+//!   past either, `408` and the connection closed. A broken chunked framing is answered
+//!   `400` and the connection closed. When the core answers before the body's end (a
+//!   `413` for a body over its limit, above all), the answer is written with
+//!   `Connection: close` and the rest of the body is never read: the connection is
+//!   closed (after a short bounded drain, so the answer is not lost to a reset).
 //! - A response head that carries `Content-Length` (the core's JSON answers), or one
 //!   followed at once by the end, is written with its length. Any other (an SSE stream)
 //!   is written chunked, each batch of frames flushed as it is taken (to an HTTP/1.0
-//!   client: unframed, ended by the close). When a write fails, or does not finish
-//!   within [`ServeOptions::with_write_timeout`], the client is gone: the core is told
+//!   client: unframed, ended by the close). When a write fails, or a batch of
+//!   [`BATCH_BYTES`] is not taken within [`ServeOptions::with_write_timeout`] (a
+//!   deadline the adapter keeps, not the socket's timeout, which every partial write
+//!   would renew), the client is gone: the core is told
 //!   ([`Server::handle_disconnect`]), and the chunked terminator is *not* written, so a
 //!   cut stream never looks like a complete one. [`Transmit::Abort`] (RESUME-14: a
 //!   resume took the stream over) shuts the connection down the same way.
 //! - After a complete response the connection is kept for the next request (HTTP/1.1
-//!   unless `Connection: close`; HTTP/1.0 with `Connection: keep-alive`) and goes back
-//!   to the poller; otherwise it is closed.
+//!   unless `Connection: close`; HTTP/1.0 with `Connection: keep-alive`, unless the
+//!   response was a stream, ended by the close) and goes back to the poller; otherwise
+//!   it is closed.
+//! - Framing (RFC 9112 §6): `Transfer-Encoding` must be exactly one `chunked`, else
+//!   `501`; `Content-Length` must be ASCII digits, repeated values identical, else
+//!   `400`; a chunk size must be hex digits (an extension after `;` is ignored), else
+//!   `400`. With both headers, `chunked` frames the body, the `Content-Length` is not
+//!   passed on to the core, and the connection closes after the request, as after any
+//!   HTTP/1.0 request with `Transfer-Encoding`. A second `Host` header is `400`.
 //!
 //! # Limits
 //!
@@ -124,10 +140,13 @@
 //!   networks) under a quiet stream is noticed only when a write to it fails, at a
 //!   heartbeat ([`Config::with_heartbeat`](mcpwire::server::Config::with_heartbeat), 15 s
 //!   by default) or at the write timeout; until then it holds its worker. (Off Unix, a
-//!   clean close is noticed that way too.) A client that shuts down its sending side
-//!   while it still reads a stream (rare in HTTP) is taken for gone.
-//! - A client that stops reading blocks its worker in `write` until the write timeout
-//!   passes; the core bounds the bytes queued for it meanwhile.
+//!   clean close is noticed that way too.)
+//! - A client that stops reading, or reads less than [`BATCH_BYTES`] per write timeout,
+//!   blocks its worker in `write` until the deadline passes; the core bounds the bytes
+//!   queued for it meanwhile. A client sending its body slowly holds its worker at
+//!   most the body timeout.
+//! - A client that shuts down its sending side right after its request, to read the
+//!   answer (rare in HTTP), is taken for gone.
 //! - Requests on one connection are served one after the other (pipelined requests
 //!   wait for the previous response).
 
@@ -163,20 +182,21 @@ pub struct ServeOptions {
     retry_after: Duration,
     nodelay: bool,
     write_timeout: Option<Duration>,
+    body_timeout: Option<Duration>,
     read_size: usize,
     grace: Duration,
     limits: Limits,
-    max_head: usize,
     log: Option<Log>,
     app_limits: mcpwire::app::Limits,
 }
 
 impl ServeOptions {
     /// The defaults: 64 workers, 8 handler threads with 1,024 queued calls, `Retry-After:
-    /// 1` on a busy 503, `TCP_NODELAY` on, a 30 s write timeout, 16 KiB body reads, a 5 s
-    /// grace when a [`Handle`] is dropped, [`Limits::new`] (1,024 connections, 10 s for a
-    /// head once begun, 60 s idle), heads of at most 16 KiB, no log, and the application
-    /// layer's tables bounded by [`mcpwire::app::Limits::new`].
+    /// 1` on a busy 503, `TCP_NODELAY` on, a 30 s write timeout, a 30 s body timeout,
+    /// 16 KiB body reads, a 5 s grace when a [`Handle`] is dropped, [`Limits::new`]
+    /// (1,024 connections, 10 s for a head once begun, 60 s idle, heads of at most
+    /// 16 KiB), no log, and the application layer's tables bounded by
+    /// [`mcpwire::app::Limits::new`].
     pub fn new() -> Self {
         Self {
             workers: 64,
@@ -185,10 +205,10 @@ impl ServeOptions {
             retry_after: Duration::from_secs(1),
             nodelay: true,
             write_timeout: Some(Duration::from_secs(30)),
+            body_timeout: Some(Duration::from_secs(30)),
             read_size: 16 << 10,
             grace: Duration::from_secs(5),
             limits: Limits::new(),
-            max_head: 16 << 10,
             log: None,
             app_limits: mcpwire::app::Limits::new(),
         }
@@ -231,12 +251,24 @@ impl ServeOptions {
         self
     }
 
-    /// How long one write to a client may block (`SO_SNDTIMEO`; `None` or zero:
-    /// forever). A client that stops reading then frees its worker when the timeout
-    /// passes: its connection is closed and the core told, as for a client that went
-    /// away.
+    /// How long a client may take to read one batch of a response: a deadline, kept by
+    /// the adapter, for each [`BATCH_BYTES`] written (not a timeout per `write`, which
+    /// a client reading a little at a time would renew for ever); so a client must read
+    /// at least [`BATCH_BYTES`] per timeout (`None` or zero: no deadline). A client
+    /// that reads slower, or stops reading, frees its worker when the deadline passes:
+    /// its connection is closed and the core told, as for a client that went away.
     pub fn with_write_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.write_timeout = timeout.filter(|t| !t.is_zero());
+        self
+    }
+
+    /// How long a request body may take, from the end of its head to its last byte
+    /// (`None` or zero: no deadline for the whole body; each read still waits at most
+    /// the header timeout). A body not complete by then is answered `408` with a
+    /// JSON-RPC error, and its connection closed: a client sending a byte now and then
+    /// cannot hold a worker longer than this.
+    pub fn with_body_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.body_timeout = timeout.filter(|t| !t.is_zero());
         self
     }
 
@@ -252,7 +284,8 @@ impl ServeOptions {
         self
     }
 
-    /// The connection bound and deadlines, all at once (see the three below).
+    /// The connection bound, deadlines and largest head, all at once (see the four
+    /// below).
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
@@ -269,7 +302,7 @@ impl ServeOptions {
 
     /// How long a request head may take from its first byte to its end
     /// ([`Limits::with_header_timeout`]); also the longest one read of a request body
-    /// may wait.
+    /// may wait (the whole body has [`with_body_timeout`](Self::with_body_timeout)).
     pub fn with_header_timeout(mut self, timeout: Duration) -> Self {
         self.limits = self.limits.with_header_timeout(timeout);
         self
@@ -283,9 +316,10 @@ impl ServeOptions {
     }
 
     /// The largest request head, in bytes (at least 256); a longer one is answered 431
-    /// and its connection closed.
+    /// and its connection closed. Sets [`Limits::with_max_head`], which is what the
+    /// adapter reads (a smaller value there is taken as 256).
     pub fn with_max_head(mut self, bytes: usize) -> Self {
-        self.max_head = bytes.max(256);
+        self.limits = self.limits.with_max_head(bytes.max(256));
         self
     }
 
@@ -342,10 +376,10 @@ impl std::fmt::Debug for ServeOptions {
             .field("retry_after", &self.retry_after)
             .field("nodelay", &self.nodelay)
             .field("write_timeout", &self.write_timeout)
+            .field("body_timeout", &self.body_timeout)
             .field("read_size", &self.read_size)
             .field("grace", &self.grace)
             .field("limits", &self.limits)
-            .field("max_head", &self.max_head)
             .field("log", &self.log.is_some())
             .field("app_limits", &self.app_limits)
             .finish()
@@ -410,6 +444,8 @@ struct Job {
     /// The bytes read so far: the head (`head_len` bytes), then whatever followed it.
     buf: Vec<u8>,
     head_len: usize,
+    /// When the head was complete: the body's deadline counts from here.
+    head_at: Instant,
 }
 
 /// Requests handed to the workers, and how many workers are free.
@@ -506,10 +542,14 @@ impl Shared {
         let _ = self.poller.wake();
     }
 
-    /// A served connection goes back to the poller for its next request.
+    /// A served connection goes back to the poller for its next request (or is closed,
+    /// when the table shed it meanwhile).
     fn park(&self, stream: TcpStream, id: ConnId, buf: Vec<u8>) {
         let now = Instant::now();
         let mut net = self.net();
+        if !net.conns.contains(id) {
+            return;
+        }
         net.conns.idle(id, now);
         let parked = Parked {
             stream,
@@ -526,7 +566,11 @@ impl Shared {
         let _ = stream.shutdown(Shutdown::Write);
         let now = Instant::now();
         let mut net = self.net();
-        // No longer busy: it can be shed, and it expires at the idle timeout.
+        // No longer busy: it can be shed, and it expires at the idle timeout. Shed
+        // already: it goes now.
+        if !net.conns.contains(id) {
+            return;
+        }
         net.conns.idle(id, now);
         let parked = Parked {
             stream,
@@ -986,9 +1030,10 @@ pub fn start(
     let io = Io {
         nodelay: options.nodelay,
         write_timeout: options.write_timeout,
+        body_timeout: options.body_timeout,
         read_timeout: Some(options.limits.header_timeout()).filter(|t| !t.is_zero()),
         read_size: options.read_size,
-        max_head: options.max_head,
+        max_head: options.limits.max_head().max(256),
         retry_after,
     };
     for me in 0..options.workers {
@@ -1024,6 +1069,7 @@ pub fn start(
 struct Io {
     nodelay: bool,
     write_timeout: Option<Duration>,
+    body_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
     read_size: usize,
     max_head: usize,
@@ -1369,6 +1415,7 @@ fn parse_progress(conn: &mut Held, max_head: usize) -> Option<Ready> {
 
 /// A complete head goes to a free worker, or is answered 503 when there is none.
 fn hand_off(shared: &Shared, conn: Held, head_len: usize, io: Io) {
+    let head_at = Instant::now();
     let Held {
         stream, id, buf, ..
     } = conn;
@@ -1397,6 +1444,7 @@ fn hand_off(shared: &Shared, conn: Held, head_len: usize, io: Io) {
         id,
         buf,
         head_len,
+        head_at,
     });
     drop(pool);
     shared.work.notify_one();
@@ -1443,15 +1491,30 @@ struct Head {
     no_body: bool,
 }
 
+/// A head the adapter answers itself: the status, and the message of the JSON-RPC
+/// error in the body (see [`refusal`]).
+type Refused = (http::StatusCode, String);
+
 /// The request head, built with `http` (every header value's bytes as they came, so
-/// the core judges them).
-fn parse_head(buf: &[u8], peer: Option<SocketAddr>) -> Result<Head, String> {
+/// the core judges them), and its body's framing, as RFC 9112 §6 has it:
+///
+/// - `Transfer-Encoding` must be exactly one `chunked` (any case, spaces around it);
+///   anything else is `501`.
+/// - `Content-Length` must be ASCII digits (no sign, no spaces inside, no overflow);
+///   repeated values (in one header or several) must be identical; anything else,
+///   an empty value above all, is `400`. The core sees the one value.
+/// - With both, `chunked` frames the body, the `Content-Length` is not passed on to
+///   the core, and the connection ends after the request; so it does after any
+///   HTTP/1.0 request with `Transfer-Encoding` (§6.1).
+/// - A second `Host` header is `400` (§3.2).
+fn parse_head(buf: &[u8], peer: Option<SocketAddr>) -> Result<Head, Refused> {
+    let bad = |message: String| (http::StatusCode::BAD_REQUEST, message);
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut headers);
     match request.parse(buf) {
         Ok(httparse::Status::Complete(_)) => {}
-        Ok(httparse::Status::Partial) => return Err("an incomplete request head".into()),
-        Err(e) => return Err(format!("malformed request head: {e}")),
+        Ok(httparse::Status::Partial) => return Err(bad("an incomplete request head".into())),
+        Err(e) => return Err(bad(format!("malformed request head: {e}"))),
     }
     let http10 = request.version == Some(0);
     let (mut parts, ()) = http::Request::builder()
@@ -1463,53 +1526,88 @@ fn parse_head(buf: &[u8], peer: Option<SocketAddr>) -> Result<Head, String> {
             http::Version::HTTP_11
         })
         .body(())
-        .map_err(|e| format!("malformed request line: {e}"))?
+        .map_err(|e| bad(format!("malformed request line: {e}")))?
         .into_parts();
     for header in request.headers.iter() {
         let name = http::HeaderName::from_bytes(header.name.as_bytes())
-            .map_err(|e| format!("malformed header name: {e}"))?;
+            .map_err(|e| bad(format!("malformed header name: {e}")))?;
         let value = http::HeaderValue::from_bytes(header.value)
-            .map_err(|e| format!("malformed value of {name}: {e}"))?;
+            .map_err(|e| bad(format!("malformed value of {name}: {e}")))?;
         parts.headers.append(name, value);
     }
     if let Some(peer) = peer {
         parts.extensions.insert(PeerAddr(peer.ip()));
     }
-    let tokens = |name| {
-        parts
-            .headers
-            .get_all(name)
-            .iter()
-            .flat_map(|v| v.as_bytes().split(|&b| b == b','))
-            .map(|t| String::from_utf8_lossy(t.trim_ascii()).to_ascii_lowercase())
-            .filter(|t| !t.is_empty())
-            .collect::<Vec<_>>()
-    };
-    let connection = tokens(http::header::CONNECTION);
+    if parts
+        .headers
+        .get_all(http::header::HOST)
+        .iter()
+        .nth(1)
+        .is_some()
+    {
+        return Err(bad("more than one host header".into()));
+    }
+    let connection = parts
+        .headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+        .map(|t| String::from_utf8_lossy(trim_ows(t)).to_ascii_lowercase())
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>();
     let mut keep_alive = if http10 {
         connection.iter().any(|t| t == "keep-alive")
     } else {
         !connection.iter().any(|t| t == "close")
     };
-    let coding = tokens(http::header::TRANSFER_ENCODING);
-    let lengths = tokens(http::header::CONTENT_LENGTH);
-    let framing = if let Some(last) = coding.last() {
-        if last != "chunked" {
-            return Err(format!("unsupported transfer-encoding: {last}"));
+    let framing = if parts.headers.contains_key(http::header::TRANSFER_ENCODING) {
+        let codings = parts
+            .headers
+            .get_all(http::header::TRANSFER_ENCODING)
+            .iter()
+            .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+            .map(trim_ows)
+            .filter(|c| !c.is_empty())
+            .collect::<Vec<_>>();
+        if !matches!(codings[..], [only] if only.eq_ignore_ascii_case(b"chunked")) {
+            let listed = codings
+                .iter()
+                .map(|c| String::from_utf8_lossy(c))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err((
+                http::StatusCode::NOT_IMPLEMENTED,
+                format!("unsupported transfer-encoding: {listed:?}"),
+            ));
         }
-        if !lengths.is_empty() {
-            // Both: the coding wins (RFC 9112 §6.3), and the connection ends with it.
+        // Both framings: the coding wins, and the length is not the core's to see.
+        let both = parts.headers.remove(http::header::CONTENT_LENGTH).is_some();
+        if both || http10 {
             keep_alive = false;
         }
         Framing::Chunked
-    } else if let Some(first) = lengths.first() {
-        let len = first
-            .parse::<u64>()
-            .map_err(|_| format!("malformed content-length: {first}"))?;
-        if lengths.iter().any(|l| l != first) {
-            return Err("conflicting content-length values".into());
+    } else if parts.headers.contains_key(http::header::CONTENT_LENGTH) {
+        let mut length = None;
+        for value in parts.headers.get_all(http::header::CONTENT_LENGTH) {
+            for item in value.as_bytes().split(|&b| b == b',') {
+                let n = number(trim_ows(item), 10).ok_or_else(|| {
+                    bad(format!(
+                        "malformed content-length: {:?}",
+                        String::from_utf8_lossy(value.as_bytes())
+                    ))
+                })?;
+                if length.is_some_and(|l| l != n) {
+                    return Err(bad("conflicting content-length values".into()));
+                }
+                length = Some(n);
+            }
         }
-        Framing::Length(len)
+        let length = length.unwrap_or_default();
+        parts.headers.insert(
+            http::header::CONTENT_LENGTH,
+            http::HeaderValue::from(length),
+        );
+        Framing::Length(length)
     } else {
         Framing::Length(0)
     };
@@ -1523,16 +1621,43 @@ fn parse_head(buf: &[u8], peer: Option<SocketAddr>) -> Result<Head, String> {
     })
 }
 
+/// `bytes` without the spaces and tabs around them (HTTP's optional whitespace).
+fn trim_ows(bytes: &[u8]) -> &[u8] {
+    let ows = |b: &u8| matches!(b, b' ' | b'\t');
+    let start = bytes.iter().position(|b| !ows(b)).unwrap_or(bytes.len());
+    let end = bytes.iter().rposition(|b| !ows(b)).map_or(start, |i| i + 1);
+    &bytes[start..end]
+}
+
+/// The number `digits` spell in `radix` (10 or 16): at least one digit, nothing else
+/// (no sign, no space), and no overflow; `None` otherwise.
+fn number(digits: &[u8], radix: u32) -> Option<u64> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &b| {
+        let digit = char::from(b).to_digit(radix)?;
+        n.checked_mul(u64::from(radix))?
+            .checked_add(u64::from(digit))
+    })
+}
+
 /// A connection being served: its socket and the bytes read but not used yet.
 struct Wire {
     stream: TcpStream,
     buf: Vec<u8>,
     pos: usize,
     read_size: usize,
+    /// The longest one read may wait (the header timeout).
+    read_timeout: Option<Duration>,
+    /// When the body must have come whole (the body timeout after the head's end).
+    deadline: Option<Instant>,
 }
 
 impl Wire {
-    /// Reads more; an error at the connection's end.
+    /// Reads more, waiting at most the read timeout and never past the deadline; an
+    /// error at the connection's end, and [`io::ErrorKind::TimedOut`] when the wait is
+    /// over.
     fn fill(&mut self) -> io::Result<()> {
         if self.pos == self.buf.len() {
             self.buf.clear();
@@ -1541,6 +1666,17 @@ impl Wire {
             self.buf.drain(..self.pos);
             self.pos = 0;
         }
+        let timeout = match self.deadline {
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                Some(self.read_timeout.map_or(left, |t| t.min(left)))
+            }
+            None => self.read_timeout,
+        };
+        self.stream.set_read_timeout(timeout)?;
         let start = self.buf.len();
         self.buf.resize(start + self.read_size, 0);
         loop {
@@ -1553,11 +1689,14 @@ impl Wire {
                     self.buf.resize(start + self.read_size, 0);
                     continue;
                 }
+                // A read timeout (`EAGAIN` on Unix).
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    Err(io::ErrorKind::TimedOut.into())
+                }
                 Err(e) => Err(e),
             };
         }
     }
-
     /// At most `max` bytes (at least one).
     fn take(&mut self, max: usize) -> io::Result<Bytes> {
         if self.pos == self.buf.len() {
@@ -1574,7 +1713,11 @@ impl Wire {
         loop {
             let rest = &self.buf[self.pos..];
             if let Some(i) = rest.iter().position(|&b| b == b'\n') {
-                let line = rest[..i].strip_suffix(b"\r").unwrap_or(&rest[..i]).to_vec();
+                let line = rest[..i].strip_suffix(b"\r").unwrap_or(&rest[..i]);
+                if line.len() > limit {
+                    return Err(io::ErrorKind::InvalidData.into());
+                }
+                let line = line.to_vec();
                 self.pos += i + 1;
                 return Ok(line);
             }
@@ -1598,6 +1741,7 @@ struct Body {
     left: u64,
     /// A chunk's data ended: its CRLF comes next.
     chunk_end: bool,
+    /// Read to its end (a body of no bytes from the start).
     done: bool,
 }
 
@@ -1610,11 +1754,12 @@ impl Body {
                 Framing::Chunked => 0,
             },
             chunk_end: false,
-            done: false,
+            done: matches!(framing, Framing::Length(0)),
         }
     }
 
-    /// The next piece of the body, `None` at its end.
+    /// The next piece of the body, `None` at its end. A broken chunked framing is
+    /// [`io::ErrorKind::InvalidData`].
     fn next(&mut self, wire: &mut Wire, max_head: usize) -> io::Result<Option<Bytes>> {
         let bad = || io::Error::from(io::ErrorKind::InvalidData);
         loop {
@@ -1637,10 +1782,18 @@ impl Body {
                 }
                 self.chunk_end = false;
             }
+            // chunk-size [ BWS ";" chunk-ext ]: hex digits only, then nothing or an
+            // extension (ignored).
             let line = wire.line(1024)?;
-            let size = line.split(|&b| b == b';').next().unwrap_or_default();
-            let size = std::str::from_utf8(size.trim_ascii()).map_err(|_| bad())?;
-            let size = u64::from_str_radix(size, 16).map_err(|_| bad())?;
+            let digits = line
+                .iter()
+                .position(|b| !b.is_ascii_hexdigit())
+                .unwrap_or(line.len());
+            let size = number(&line[..digits], 16).ok_or_else(bad)?;
+            let ext = &line[digits..];
+            if !ext.is_empty() && !trim_ows(ext).starts_with(b";") {
+                return Err(bad());
+            }
             if size == 0 {
                 // Trailers, dropped, up to the empty line.
                 let mut trailers = 0;
@@ -1662,6 +1815,34 @@ impl Body {
     }
 }
 
+/// Writes `bytes` whole, each [`BATCH_BYTES`] of them within `timeout` (`None`: no
+/// bound). The deadline is the adapter's: the socket's own timeout would start again
+/// at each partial write, and a client reading a little at a time would never reach
+/// it. A deadline passed is [`io::ErrorKind::TimedOut`].
+fn write_within(stream: &TcpStream, bytes: &[u8], timeout: Option<Duration>) -> io::Result<()> {
+    let mut writer = stream;
+    for piece in bytes.chunks(BATCH_BYTES) {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut rest = piece;
+        while !rest.is_empty() {
+            if let Some(deadline) = deadline {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                stream.set_write_timeout(Some(left))?;
+            }
+            match writer.write(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// How serving a response ended.
 enum Served {
     /// Written whole.
@@ -1672,6 +1853,35 @@ enum Served {
     Cut,
 }
 
+/// What a panicking [`exchange`] leaves behind, closed when it unwinds: the
+/// connection's entry in the table, the exchange in the core, the worker's watch. Does
+/// nothing on a normal return (the exchange closed or parked them itself).
+struct Unwind<'a> {
+    shared: &'a Shared,
+    me: usize,
+    id: ConnId,
+    x: Option<ExchangeId>,
+}
+
+impl Drop for Unwind<'_> {
+    fn drop(&mut self) {
+        if !thread::panicking() {
+            return;
+        }
+        let mut core = self.shared.core();
+        let watch = &mut core.watches[self.me];
+        watch.generation = watch.generation.wrapping_add(1);
+        watch.gone = false;
+        if let Some(x) = self.x {
+            core.sleeping.remove(&x);
+            core.server.handle_disconnect(Instant::now(), x);
+        }
+        // Its events wait for the next input: no sink runs on a panicking thread.
+        self.shared.release_deferred(core);
+        self.shared.net().conns.close(self.id);
+    }
+}
+
 /// Serves one request: its head and body into the core, the core's response out, then
 /// the connection back to the poller or closed.
 fn exchange(shared: &Arc<Shared>, me: usize, job: Job, io: Io) {
@@ -1680,18 +1890,25 @@ fn exchange(shared: &Arc<Shared>, me: usize, job: Job, io: Io) {
         id,
         buf,
         head_len,
+        head_at,
     } = job;
+    let mut unwind = Unwind {
+        shared,
+        me,
+        id,
+        x: None,
+    };
     let _ = stream.set_nonblocking(false);
     if io.nodelay {
         let _ = stream.set_nodelay(true);
     }
     let _ = stream.set_write_timeout(io.write_timeout);
-    let _ = stream.set_read_timeout(io.read_timeout);
     let head = match parse_head(&buf[..head_len], stream.peer_addr().ok()) {
         Ok(head) => head,
-        Err(message) => {
-            // A head `http` cannot represent: the core never sees it.
-            let _ = (&stream).write_all(&refusal(http::StatusCode::BAD_REQUEST, &message));
+        Err((status, message)) => {
+            // A head `http` cannot represent, or a framing the adapter does not take:
+            // the core never sees it.
+            let _ = write_within(&stream, &refusal(status, &message), io.write_timeout);
             return shared.linger(stream, id);
         }
     };
@@ -1700,6 +1917,8 @@ fn exchange(shared: &Arc<Shared>, me: usize, job: Job, io: Io) {
         buf,
         pos: head_len,
         read_size: io.read_size,
+        read_timeout: io.read_timeout,
+        deadline: io.body_timeout.and_then(|t| head_at.checked_add(t)),
     };
     let Head {
         parts,
@@ -1721,13 +1940,16 @@ fn exchange(shared: &Arc<Shared>, me: usize, job: Job, io: Io) {
             _ => (x, None),
         }
     });
+    unwind.x = Some(x);
     let mut body = Body::new(framing);
-    if first.is_none() && expect_continue && !matches!(framing, Framing::Length(0)) {
+    if first.is_none() && expect_continue && !body.done {
         // The client waits for this before it sends the body.
-        if (&wire.stream)
-            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-            .is_err()
-        {
+        let sent = write_within(
+            &wire.stream,
+            b"HTTP/1.1 100 Continue\r\n\r\n",
+            io.write_timeout,
+        );
+        if sent.is_err() {
             shared.disconnect(x);
             return shared.close(wire.stream, id);
         }
@@ -1735,11 +1957,13 @@ fn exchange(shared: &Arc<Shared>, me: usize, job: Job, io: Io) {
     // The body, read as it comes, until it ends or the core answers first (a refusal:
     // the rest is not wanted, and never read).
     while first.is_none() {
-        let Ok(piece) = body.next(&mut wire, io.max_head) else {
-            // The request broke off (or stalled past the read timeout): the core
-            // forgets it; the connection goes.
-            shared.disconnect(x);
-            return shared.close(wire.stream, id);
+        let piece = match body.next(&mut wire, io.max_head) {
+            Ok(piece) => piece,
+            Err(e) => {
+                // The request broke off, stalled, or is malformed: the core forgets it.
+                shared.disconnect(x);
+                return body_failed(shared, wire.stream, id, &e, io);
+            }
         };
         let end = piece.is_none();
         let answered = shared.with(|server, now| {
@@ -1758,44 +1982,56 @@ fn exchange(shared: &Arc<Shared>, me: usize, job: Job, io: Io) {
             break;
         }
     }
-    let mut batch = match first {
-        Some(head) => {
-            // What came right behind the head is taken with it.
-            let mut rest = shared.next_batch(x, me, false).unwrap_or_default();
-            rest.head = Some(head);
-            rest
-        }
-        None => match shared.next_batch(x, me, true) {
-            Some(batch) => batch,
-            None => {
-                shared.disconnect(x);
-                return shared.close(wire.stream, id);
+    // From the body's end on, the poller watches the socket while the answer is
+    // waited for and written: a client that goes away frees the worker at once, and
+    // the core is told.
+    let mut watched = false;
+    let (served, keep) = 'respond: {
+        let mut batch = match first {
+            Some(head) => {
+                // What came right behind the head is taken with it.
+                let mut rest = shared.next_batch(x, me, false).unwrap_or_default();
+                rest.head = Some(head);
+                rest
             }
-        },
-    };
-    let Some(head) = batch.head.take() else {
-        // The core sends the head first; anything else is a core bug.
-        shared.disconnect(x);
-        return shared.close(wire.stream, id);
-    };
-    let keep = keep_alive && body.done && !says_close(&head.headers);
-    let mut reply = Reply {
-        stream: &wire.stream,
-        keep,
-        http10,
-        no_body,
-    };
-    let known_length = head.headers.contains_key(http::header::CONTENT_LENGTH);
-    let served = if known_length || (batch.end && batch.data.is_empty()) {
-        reply.whole(shared, me, x, &head, batch)
-    } else {
-        let watched = shared.watch(me, &wire.stream);
-        let served = reply.stream(shared, me, x, &head, batch);
-        if watched {
-            shared.unwatch(me, &wire.stream);
+            None => {
+                watched = shared.watch(me, &wire.stream);
+                match shared.next_batch(x, me, true) {
+                    Some(batch) => batch,
+                    None => {
+                        shared.disconnect(x);
+                        break 'respond (Served::Gone, false);
+                    }
+                }
+            }
+        };
+        let Some(head) = batch.head.take() else {
+            // The core sends the head first; anything else is a core bug.
+            shared.disconnect(x);
+            break 'respond (Served::Gone, false);
+        };
+        if body.done && !watched && !batch.end && !batch.cut {
+            watched = shared.watch(me, &wire.stream);
         }
-        served
+        let mut reply = Reply {
+            stream: &wire.stream,
+            keep: keep_alive && body.done && !says_close(&head.headers),
+            http10,
+            no_body,
+            write_timeout: io.write_timeout,
+        };
+        let known_length = head.headers.contains_key(http::header::CONTENT_LENGTH);
+        let served = if known_length || (batch.end && batch.data.is_empty()) {
+            reply.whole(shared, me, x, &head, batch)
+        } else {
+            reply.stream(shared, me, x, &head, batch)
+        };
+        // The reply's own: a stream to an HTTP/1.0 client ends with the connection.
+        (served, reply.keep)
     };
+    if watched {
+        shared.unwatch(me, &wire.stream);
+    }
     match served {
         Served::Done if keep => {
             let rest = wire.rest();
@@ -1810,6 +2046,25 @@ fn exchange(shared: &Arc<Shared>, me: usize, job: Job, io: Io) {
             shared.close(wire.stream, id);
         }
     }
+}
+
+/// A request body that could not be read (the core already told): a broken chunked
+/// framing is answered `400` and a body late past its deadline `408`, each with a
+/// JSON-RPC error, and the connection lingers to its close; a client gone is closed.
+fn body_failed(shared: &Shared, stream: TcpStream, id: ConnId, e: &io::Error, io: Io) {
+    let answer = match e.kind() {
+        io::ErrorKind::InvalidData => refusal(
+            http::StatusCode::BAD_REQUEST,
+            "malformed chunked request body",
+        ),
+        io::ErrorKind::TimedOut => refusal(
+            http::StatusCode::REQUEST_TIMEOUT,
+            "the request body did not arrive in time",
+        ),
+        _ => return shared.close(stream, id),
+    };
+    let _ = write_within(&stream, &answer, io.write_timeout);
+    shared.linger(stream, id);
 }
 
 /// Whether the core's head asks for the connection's end.
@@ -1829,6 +2084,8 @@ struct Reply<'a> {
     http10: bool,
     /// A `HEAD` request: the head alone.
     no_body: bool,
+    /// Each [`BATCH_BYTES`] written must be taken within this (see [`write_within`]).
+    write_timeout: Option<Duration>,
 }
 
 /// How a response body is framed on the wire.
@@ -1912,7 +2169,7 @@ impl Reply<'_> {
         }
         // The exchange already ended in the core; a client gone by now changes nothing
         // there, but its connection goes.
-        match self.stream.write_all(&bytes) {
+        match write_within(self.stream, &bytes, self.write_timeout) {
             Ok(()) => Served::Done,
             Err(_) => Served::Gone,
         }
@@ -1950,8 +2207,8 @@ impl Reply<'_> {
             if batch.end && chunked && !self.no_body {
                 bytes.extend_from_slice(b"0\r\n\r\n");
             }
-            if !bytes.is_empty() && self.stream.write_all(&bytes).is_err() {
-                // The client is gone, or stopped reading past the write timeout: no
+            if !bytes.is_empty() && write_within(self.stream, &bytes, self.write_timeout).is_err() {
+                // The client is gone, or reads too slowly for the write timeout: no
                 // terminating chunk, so the stream cannot pass for complete; the core
                 // decides what the cut means.
                 shared.disconnect(x);

@@ -9,6 +9,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mcpwire::conn::Limits;
 use mcpwire::jsonrpc::RawJson;
 use mcpwire::server::{Config, Event, LegacyPaths, ResponseMode, SessionId, Target};
 use mcpwire::sse::Item;
@@ -1431,4 +1432,384 @@ impl std::str::FromStr for Counts {
             .then(|| Self(s.to_owned()))
             .ok_or(())
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Framing, deadlines and disconnects the adapter itself owns.
+
+/// The head of a JSON POST to `/mcp`, with `extra` header lines (each ending in CRLF).
+fn post_head(addr: SocketAddr, extra: &str) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: application/json, text/event-stream\r\n\
+         content-type: application/json\r\n{extra}\r\n"
+    )
+}
+
+/// `bytes` on a fresh connection, and all the server sent until it closed it.
+fn answers(addr: SocketAddr, bytes: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    // The server may answer and close before it read everything.
+    let _ = s.write_all(bytes);
+    String::from_utf8_lossy(&closed_by_server(&mut s)).into_owned()
+}
+
+/// The number of responses in `text`.
+fn responses(text: &str) -> usize {
+    text.matches("HTTP/1.1 ").count()
+}
+
+/// `what` as a chunked body: one chunk, then the end.
+fn chunked(what: &str) -> String {
+    format!("{:x}\r\n{what}\r\n0\r\n\r\n", what.len())
+}
+
+/// The JSON-RPC error body of a refusal the adapter wrote itself.
+fn refusal_error(text: &str) -> Value {
+    let body = text.split("\r\n\r\n").nth(1).expect("a body");
+    let error: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(error["jsonrpc"], "2.0", "{text}");
+    error
+}
+
+#[test]
+fn a_body_sent_a_byte_at_a_time_gets_408_at_the_body_timeout_and_frees_its_worker() {
+    let options = options()
+        .with_workers(1)
+        .with_body_timeout(Some(Duration::from_millis(600)));
+    let f = Fixture::start(Config::new(), options);
+    let mut slow = TcpStream::connect(f.addr).unwrap();
+    slow.set_nodelay(true).unwrap();
+    slow.write_all(post_head(f.addr, "content-length: 1000\r\n").as_bytes())
+        .unwrap();
+    let mut writer = slow.try_clone().unwrap();
+    // Each byte well within the header timeout (10 s): only the whole body's deadline
+    // can end this.
+    let dripping = std::thread::spawn(move || {
+        let deadline = Instant::now() + TIMEOUT;
+        while Instant::now() < deadline && writer.write_all(b" ").is_ok() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let start = Instant::now();
+    let text = String::from_utf8_lossy(&closed_by_server(&mut slow)).into_owned();
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(status(text.as_bytes()), 408, "{text}");
+    assert!(text.contains("connection: close\r\n"), "{text}");
+    assert!(refusal_error(&text)["error"]["code"].is_i64(), "{text}");
+    assert_eq!(retry(&|| f.post(None, INITIALIZE)).status, 200);
+    assert_eq!(f.handle().with_server(|s, _| s.exchange_count()), 0);
+    dripping.join().unwrap();
+}
+
+#[test]
+fn a_client_reading_a_little_at_a_time_frees_its_worker_at_the_write_deadline() {
+    let config = Config::new().with_max_unsent(64 << 20);
+    let options = options()
+        .with_workers(1)
+        .with_write_timeout(Some(Duration::from_secs(1)));
+    let f = Fixture::start(config, options);
+    let reply = retry(&|| f.post(None, INITIALIZE));
+    let session = reply.header("mcp-session-id").unwrap().to_owned();
+    let _ = reply.messages();
+    assert_eq!(retry(&|| f.post(Some(&session), INITIALIZED)).status, 202);
+    let id = f.last_session();
+    let headers = [
+        ("Accept", "text/event-stream"),
+        ("MCP-Protocol-Version", VERSION),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
+    let trickle = retry(&|| request_small_window(f.addr, "GET", &headers));
+    assert_eq!(trickle.status, 200);
+    let big = format!(r#"{{"level":"info","data":"{}"}}"#, "x".repeat(32 << 10));
+    let raw = RawJson::new(&big).unwrap();
+    for _ in 0..256 {
+        let _ = f.handle().with_server(|s, now| {
+            s.notify(
+                now,
+                Target::Session(id),
+                "notifications/message",
+                Some(&raw),
+            )
+        });
+    }
+    // 8 KiB every 0.5 s: every write makes a little progress within the 1 s timeout,
+    // but no batch of 64 KiB is taken within it.
+    let mut body = trickle.body;
+    let reading = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(8);
+        let mut buf = [0; 8 << 10];
+        while Instant::now() < deadline {
+            match body.read(&mut buf) {
+                Ok(n) if n > 0 => std::thread::sleep(Duration::from_millis(500)),
+                _ => return,
+            }
+        }
+    });
+    let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let start = Instant::now();
+    let reply = retry(&|| f.post(Some(&session), body));
+    assert_eq!(reply.status, 200, "the worker is still held");
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        start.elapsed()
+    );
+    reading.join().unwrap();
+}
+
+#[test]
+fn an_http_1_0_keep_alive_request_answered_with_a_stream_is_closed_at_its_end() {
+    let config = Config::new().with_response_mode(ResponseMode::Sse);
+    let f = Fixture::start(config, options());
+    let request = format!(
+        "POST /mcp HTTP/1.0\r\nhost: {}\r\naccept: application/json, text/event-stream\r\n\
+         content-type: application/json\r\nconnection: keep-alive\r\ncontent-length: {}\r\n\r\n\
+         {INITIALIZE}",
+        f.addr,
+        INITIALIZE.len()
+    );
+    let mut s = TcpStream::connect(f.addr).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    // The idle timeout is 60 s: only the end of the stream closes this in time.
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut text = Vec::new();
+    s.read_to_end(&mut text)
+        .expect("the connection closed at the stream's end");
+    let text = String::from_utf8_lossy(&text);
+    assert_eq!(status(text.as_bytes()), 200, "{text}");
+    assert!(text.contains("text/event-stream"), "{text}");
+    assert!(text.contains("connection: close\r\n"), "{text}");
+    assert!(text.contains("protocolVersion"), "{text}");
+}
+
+#[test]
+fn an_empty_signed_or_listed_empty_content_length_is_400_and_the_body_never_a_request() {
+    let f = Fixture::start(Config::new(), options());
+    // Each body is a whole request of its own: read as one, it would be answered too.
+    let smuggled = format!("GET /nope HTTP/1.1\r\nhost: {}\r\n\r\n", f.addr);
+    for value in ["", ",", "+5", "-5", "5 5", "0x5", "99999999999999999999999"] {
+        let head = post_head(f.addr, &format!("content-length: {value}\r\n"));
+        let text = answers(f.addr, format!("{head}{smuggled}").as_bytes());
+        assert_eq!(status(text.as_bytes()), 400, "{value:?}: {text}");
+        assert_eq!(responses(&text), 1, "{value:?}: {text}");
+        assert!(text.contains("connection: close\r\n"), "{text}");
+        refusal_error(&text);
+    }
+    assert_eq!(served(f.addr), 200);
+}
+
+#[test]
+fn differing_content_lengths_are_400_and_identical_repeats_are_served() {
+    let f = Fixture::start(Config::new(), options());
+    let n = INITIALIZE.len();
+    for lengths in [
+        format!("content-length: {n}, {}\r\n", n + 1),
+        format!("content-length: {n}\r\ncontent-length: {}\r\n", n + 1),
+    ] {
+        let head = post_head(f.addr, &lengths);
+        let text = answers(f.addr, format!("{head}{INITIALIZE}").as_bytes());
+        assert_eq!(status(text.as_bytes()), 400, "{lengths:?}: {text}");
+    }
+    for lengths in [
+        format!("content-length: {n}, {n}\r\nconnection: close\r\n"),
+        format!("content-length: {n}\r\ncontent-length: {n}\r\nconnection: close\r\n"),
+    ] {
+        let head = post_head(f.addr, &lengths);
+        let text = answers(f.addr, format!("{head}{INITIALIZE}").as_bytes());
+        assert_eq!(status(text.as_bytes()), 200, "{lengths:?}: {text}");
+        assert!(text.contains("protocolVersion"), "{text}");
+    }
+}
+
+#[test]
+fn a_transfer_encoding_other_than_one_chunked_is_501_and_closed() {
+    let f = Fixture::start(Config::new(), options());
+    let body = chunked(INITIALIZE);
+    for coding in [
+        "transfer-encoding: gzip, chunked\r\n",
+        "transfer-encoding: chunked, chunked\r\n",
+        "transfer-encoding: chunked\r\ntransfer-encoding: chunked\r\n",
+        "transfer-encoding: gzip\r\ntransfer-encoding: chunked\r\n",
+        "transfer-encoding: identity\r\n",
+        "transfer-encoding: chunked;q=1\r\n",
+        "transfer-encoding: \r\n",
+    ] {
+        let text = answers(
+            f.addr,
+            format!("{}{body}", post_head(f.addr, coding)).as_bytes(),
+        );
+        assert_eq!(status(text.as_bytes()), 501, "{coding:?}: {text}");
+        assert_eq!(responses(&text), 1, "{coding:?}: {text}");
+        assert!(text.contains("connection: close\r\n"), "{text}");
+        refusal_error(&text);
+    }
+    // Any case, spaces around: served.
+    let head = post_head(
+        f.addr,
+        "transfer-encoding:  Chunked \r\nconnection: close\r\n",
+    );
+    let text = answers(f.addr, format!("{head}{body}").as_bytes());
+    assert_eq!(status(text.as_bytes()), 200, "{text}");
+}
+
+#[test]
+fn with_both_framings_chunked_wins_the_length_never_reaches_the_core_and_the_connection_closes() {
+    let f = Fixture::start(Config::new(), options());
+    // Were this length passed on, the core would refuse it at the head (413).
+    let head = post_head(
+        f.addr,
+        "content-length: 999999999999999\r\ntransfer-encoding: chunked\r\n",
+    );
+    let next = format!("GET /nope HTTP/1.1\r\nhost: {}\r\n\r\n", f.addr);
+    let text = answers(
+        f.addr,
+        format!("{head}{}{next}", chunked(INITIALIZE)).as_bytes(),
+    );
+    assert_eq!(status(text.as_bytes()), 200, "{text}");
+    assert!(text.contains("protocolVersion"), "{text}");
+    assert!(text.contains("connection: close\r\n"), "{text}");
+    assert_eq!(
+        responses(&text),
+        1,
+        "nothing more on this connection: {text}"
+    );
+}
+
+#[test]
+fn an_http_1_0_request_with_transfer_encoding_is_served_then_closed() {
+    let f = Fixture::start(Config::new(), options());
+    let head = format!(
+        "POST /mcp HTTP/1.0\r\nhost: {}\r\naccept: application/json, text/event-stream\r\n\
+         content-type: application/json\r\nconnection: keep-alive\r\n\
+         transfer-encoding: chunked\r\n\r\n",
+        f.addr
+    );
+    let text = answers(f.addr, format!("{head}{}", chunked(INITIALIZE)).as_bytes());
+    assert_eq!(status(text.as_bytes()), 200, "{text}");
+    assert!(text.contains("protocolVersion"), "{text}");
+    assert!(text.contains("connection: close\r\n"), "{text}");
+}
+
+#[test]
+fn a_broken_chunked_body_is_400_and_closed() {
+    let f = Fixture::start(Config::new(), options());
+    let head = post_head(f.addr, "transfer-encoding: chunked\r\n");
+    for body in [
+        "zz\r\n{}\r\n0\r\n\r\n",
+        "+2\r\n{}\r\n0\r\n\r\n",
+        " 2\r\n{}\r\n0\r\n\r\n",
+        "2 \r\n{}\r\n0\r\n\r\n",
+        "0x2\r\n{}\r\n0\r\n\r\n",
+        // 72 bits and more.
+        "1000000000000000000\r\n{}\r\n0\r\n\r\n",
+        // Data without its CRLF.
+        "2\r\n{}xx0\r\n\r\n",
+        "\r\n",
+    ] {
+        let text = answers(f.addr, format!("{head}{body}").as_bytes());
+        assert_eq!(status(text.as_bytes()), 400, "{body:?}: {text}");
+        assert!(text.contains("connection: close\r\n"), "{text}");
+        refusal_error(&text);
+    }
+    assert_eq!(f.handle().with_server(|s, _| s.exchange_count()), 0);
+    // An extension after the size (spaces before its `;` allowed) is not an error.
+    let body = format!("{:x} ;ext=1\r\n{INITIALIZE}\r\n0\r\n\r\n", INITIALIZE.len());
+    let head = post_head(
+        f.addr,
+        "transfer-encoding: chunked\r\nconnection: close\r\n",
+    );
+    let text = answers(f.addr, format!("{head}{body}").as_bytes());
+    assert_eq!(status(text.as_bytes()), 200, "{text}");
+}
+
+#[test]
+fn bodyless_requests_answered_at_their_head_keep_the_connection_for_the_next() {
+    let f = Fixture::start(Config::new(), options());
+    let pipelined = format!(
+        "GET /nope HTTP/1.1\r\nhost: {0}\r\n\r\nDELETE /mcp HTTP/1.1\r\nhost: {0}\r\n\r\n\
+         GET /nope HTTP/1.1\r\nhost: {0}\r\nconnection: close\r\n\r\n",
+        f.addr
+    );
+    let text = answers(f.addr, pipelined.as_bytes());
+    assert_eq!(responses(&text), 3, "{text}");
+    let heads: Vec<&str> = text
+        .split("HTTP/1.1 ")
+        .skip(1)
+        .map(|r| r.split("\r\n\r\n").next().unwrap())
+        .collect();
+    assert!(!heads[0].contains("connection: close"), "{text}");
+    assert!(!heads[1].contains("connection: close"), "{text}");
+    assert!(heads[2].contains("connection: close"), "{text}");
+}
+
+#[test]
+fn the_limits_max_head_bounds_the_request_head() {
+    let options = options().with_limits(Limits::new().with_max_head(1024));
+    let f = Fixture::start(Config::new(), options);
+    let big = "x".repeat(2048);
+    let head = format!(
+        "GET /mcp HTTP/1.1\r\nhost: {}\r\nx-big: {big}\r\n\r\n",
+        f.addr
+    );
+    let text = answers(f.addr, head.as_bytes());
+    assert_eq!(status(text.as_bytes()), 431, "{text}");
+    assert_eq!(served(f.addr), 200);
+}
+
+#[test]
+fn a_second_host_header_is_400() {
+    let f = Fixture::start(Config::new(), options());
+    let head = post_head(
+        f.addr,
+        &format!(
+            "host: {}\r\ncontent-length: {}\r\n",
+            f.addr,
+            INITIALIZE.len()
+        ),
+    );
+    let text = answers(f.addr, format!("{head}{INITIALIZE}").as_bytes());
+    assert_eq!(status(text.as_bytes()), 400, "{text}");
+    refusal_error(&text);
+}
+
+#[test]
+fn a_client_gone_before_its_json_answer_frees_its_worker_at_once() {
+    let config = Config::new()
+        .with_response_mode(ResponseMode::Json)
+        .with_stream_after(None);
+    let f = Fixture::start(config, options().with_workers(1));
+    let reply = retry(&|| f.post(None, INITIALIZE));
+    let session = reply.header("mcp-session-id").unwrap().to_owned();
+    let _ = reply.messages();
+    assert_eq!(retry(&|| f.post(Some(&session), INITIALIZED)).status, 202);
+    let call = tools_call(2, "until_cancelled", json!({}), None);
+    let head = post_head(
+        f.addr,
+        &format!(
+            "mcp-protocol-version: {VERSION}\r\nmcp-session-id: {session}\r\n\
+             content-length: {}\r\n",
+            call.len()
+        ),
+    );
+    let mut gone = TcpStream::connect(f.addr).unwrap();
+    gone.write_all(format!("{head}{call}").as_bytes()).unwrap();
+    assert_eq!(
+        f.reports.recv_timeout(TIMEOUT).unwrap(),
+        "started",
+        "the tool runs"
+    );
+    drop(gone);
+    // The tool runs 5 s unless cancelled; the only worker is free well before.
+    let start = Instant::now();
+    let body = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+    assert_eq!(retry(&|| f.post(Some(&session), body)).status, 200);
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
 }
