@@ -1822,7 +1822,7 @@ impl Body {
 fn write_within(stream: &TcpStream, bytes: &[u8], timeout: Option<Duration>) -> io::Result<()> {
     let mut writer = stream;
     for piece in bytes.chunks(BATCH_BYTES) {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let mut rest = piece;
         while !rest.is_empty() {
             if let Some(deadline) = deadline {
