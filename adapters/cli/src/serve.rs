@@ -6,9 +6,12 @@
 //! then its count. Loopback only by default; one log line per session event on stderr.
 
 use std::ffi::OsString;
+use std::future::Future;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use mcpwire::conn::Limits;
@@ -496,6 +499,7 @@ async fn run(options: Options) -> ExitCode {
         .with_log(Arc::new(|line: &str| {
             crate::log::line(format!("{PROG}: {line}"))
         }));
+    let interrupt = interrupt().await;
     let served = match options.tls {
         Some(tls) => {
             eprintln!("{PROG}: listening on https://{addr}{path}");
@@ -507,7 +511,7 @@ async fn run(options: Options) -> ExitCode {
         }
     };
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {
+        _ = interrupt => {
             eprintln!("{PROG}: shutting down");
             for shard in service.shards() {
                 shard.with_server(|server, now| server.shutdown(now));
@@ -562,9 +566,11 @@ fn run_blocking(options: Options) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    eprintln!("{PROG}: listening on http://{}{path}", handle.local_addr());
+    let addr = handle.local_addr();
     let waited = block_on(PROG, async {
-        match tokio::signal::ctrl_c().await {
+        let interrupt = interrupt().await;
+        eprintln!("{PROG}: listening on http://{addr}{path}");
+        match interrupt.await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("{PROG}: cannot wait for Ctrl-C: {e}");
@@ -577,6 +583,19 @@ fn run_blocking(options: Options) -> ExitCode {
         eprintln!("{PROG}: exchanges still open after 5 s were cut");
     }
     waited
+}
+
+/// Ctrl-C, with its handler installed by the time this returns. The server announces
+/// its address only then: a Ctrl-C sent as soon as the address is known must reach the
+/// graceful shutdown, not the default action, which ends the process at once (tokio
+/// installs the handler when the future is first polled, not when it is made).
+async fn interrupt() -> Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> {
+    let mut ctrl_c = Box::pin(tokio::signal::ctrl_c());
+    let first = std::future::poll_fn(|cx| Poll::Ready(ctrl_c.as_mut().poll(cx))).await;
+    match first {
+        Poll::Ready(result) => Box::pin(std::future::ready(result)),
+        Poll::Pending => ctrl_c,
+    }
 }
 
 /// Reports that no address of `--addr` could be bound, and what to do.
