@@ -38,6 +38,40 @@ pub enum SessionMode {
     Stateless,
 }
 
+/// The eras the MCP endpoint serves, decided per request (MODERN-25). The legacy
+/// HTTP+SSE transport has paths of its own and is served when they are set
+/// ([`Config::with_legacy`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Eras(u8);
+
+impl Eras {
+    /// The session era (2025-03-26 … 2025-11-25): `initialize`, `Mcp-Session-Id`, the GET
+    /// stream, resumes.
+    pub const SESSIONS: Self = Self(1);
+    /// The sessionless revision (2026-07-28): every request carries its `_meta`.
+    pub const MODERN: Self = Self(2);
+    /// Both.
+    pub const ALL: Self = Self(3);
+
+    /// Whether `self` holds every era of `other`.
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The eras of both.
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+}
+
+impl std::ops::BitOr for Eras {
+    type Output = Self;
+
+    fn bitor(self, other: Self) -> Self {
+        self.union(other)
+    }
+}
+
 /// Which `Origin` (SEC-1, SEC-2) or `Host` (SEC-7) values are accepted.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -85,6 +119,7 @@ pub struct Config {
     pub(super) get_stream: bool,
     pub(super) delete: bool,
     pub(super) legacy: Option<LegacyPaths>,
+    pub(super) eras: Eras,
     pub(super) origins: Allow,
     pub(super) hosts: Allow,
     pub(super) max_body: usize,
@@ -145,6 +180,7 @@ impl Config {
             get_stream: true,
             delete: true,
             legacy: None,
+            eras: Eras::SESSIONS,
             origins: Allow::Loopback,
             hosts: Allow::Loopback,
             max_body: 4 << 20,
@@ -177,6 +213,22 @@ impl Config {
     pub fn with_endpoint(mut self, path: impl Into<String>) -> Self {
         self.endpoint = path.into();
         self
+    }
+
+    /// The eras the endpoint serves. By default [`Eras::SESSIONS`]: a request of the
+    /// sessionless revision is then told, with -32022, which revisions are served, so a
+    /// dual-era client falls back to `initialize` (MODERN-15). With [`Eras::MODERN`] the
+    /// application answers such requests, `server/discover` among them (MODERN-14). With
+    /// [`Eras::MODERN`] alone, GET and DELETE get 405 and `Mcp-Session-Id` and
+    /// `Last-Event-ID` are ignored (MODERN-2).
+    pub fn with_eras(mut self, eras: Eras) -> Self {
+        self.eras = eras;
+        self
+    }
+
+    /// The eras the endpoint serves.
+    pub fn eras(&self) -> Eras {
+        self.eras
     }
 
     /// Sessions or none; see [`SessionMode`].

@@ -9,6 +9,7 @@ use http::StatusCode;
 use super::Server;
 use super::admit::SERVED;
 use super::admit::negotiate;
+use super::config::Eras;
 use super::config::ResponseMode;
 use super::head::{SessionHeader, VersionHeader};
 use super::ids::{ExchangeId, RequestHandle, SessionId};
@@ -35,13 +36,10 @@ pub(super) fn cancelled_params(params: &str) -> Option<(RequestId, Option<String
 }
 
 impl Server {
-    /// A POST body on the MCP endpoint.
+    /// A POST body on the MCP endpoint: parsed, its era decided (MODERN-25), then
+    /// admitted and dispatched as that era does.
     pub(super) fn post(&mut self, now: Instant, x: ExchangeId, body: Bytes) {
         let headers = &self.exchanges[&x].headers;
-        let era = headers.era();
-        if era == Era::Sessionless {
-            return self.sessionless(x, body);
-        }
         // The version the body is parsed under: the session's, else the header's.
         let session_hint = match headers.session {
             SessionHeader::Known(s) => self.sessions.get(&s).map(|s| s.version),
@@ -58,6 +56,12 @@ impl Server {
             Ok(envelopes) => envelopes,
             Err(e) => return self.refuse(x, parse_refusal(&e)),
         };
+        let era = self.exchanges[&x]
+            .headers
+            .era(self.config.eras, Some(&envelopes));
+        if era == Era::Sessionless {
+            return self.sessionless(now, x, envelopes);
+        }
         let initialize = match &envelopes {
             Envelopes::Single(m) => m.kind() == Kind::Request && m.method() == Some("initialize"),
             Envelopes::Batch(_) => false,
@@ -74,31 +78,52 @@ impl Server {
         self.dispatch(now, x, session, version, era, envelopes);
     }
 
-    /// A POST of the sessionless revision. Not served yet: a request that passes its
-    /// checks (whose failures each get their own error, [`modern::Invalid`]) is answered
-    /// 400 with -32022 naming the revisions served (MODERN-5), which a dual-era client
-    /// takes as the signal to fall back to `initialize` (MODERN-15).
-    fn sessionless(&mut self, x: ExchangeId, body: Bytes) {
-        let parsed = body_text(body).and_then(|text| {
-            self.classifier
-                .envelopes(text, ProtocolVersion::V2026_07_28)
-        });
-        let envelopes = match parsed {
-            Ok(envelopes) => envelopes,
-            Err(e) => return self.refuse(x, parse_refusal(&e)),
+    /// A POST of the sessionless revision: checked ([`modern::check`], each failure its
+    /// own error), then dispatched with no session: its answer is JSON or a stream of its
+    /// own without event ids (MODERN-10, MODERN-12). Where the endpoint does not serve
+    /// the revision, a request that passes its checks is answered 400 with -32022 naming
+    /// the revisions served (MODERN-5), which a dual-era client takes as the signal to
+    /// fall back to `initialize` (MODERN-15).
+    fn sessionless(&mut self, now: Instant, x: ExchangeId, envelopes: Envelopes) {
+        let served: &[ProtocolVersion] = if self.config.eras.contains(Eras::MODERN) {
+            &[ProtocolVersion::V2026_07_28]
+        } else {
+            &[]
         };
-        let invalid = match &envelopes {
-            Envelopes::Single(message) => {
-                let id = message.id().cloned();
-                match modern::check(&self.exchanges[&x].headers, message, &[]) {
-                    Ok(_) => return,
-                    Err(invalid) => (invalid, id),
-                }
+        let message = match envelopes {
+            Envelopes::Single(message) => message,
+            Envelopes::Batch(_) => {
+                let refuse = Refuse::modern(&modern::Invalid::NotOneMessage, &self.supported());
+                return self.refuse(x, refuse);
             }
-            Envelopes::Batch(_) => (modern::Invalid::NotOneMessage, None),
         };
-        let (invalid, id) = invalid;
-        self.refuse(x, Refuse::modern(&invalid, &SERVED).id(id));
+        match modern::check(&self.exchanges[&x].headers, &message, served) {
+            Ok(checked) => self.dispatch(
+                now,
+                x,
+                None,
+                checked.version,
+                Era::Sessionless,
+                Envelopes::Single(message),
+            ),
+            Err(invalid) => {
+                let refuse = Refuse::modern(&invalid, &self.supported()).id(message.id().cloned());
+                self.refuse(x, refuse);
+            }
+        }
+    }
+
+    /// Every revision the endpoint serves, for -32022 (MODERN-5) and `server/discover`
+    /// (MODERN-19): the sessionless one first, then the session era's, newest first.
+    pub(super) fn supported(&self) -> Vec<ProtocolVersion> {
+        let mut all = Vec::with_capacity(SERVED.len() + 1);
+        if self.config.eras.contains(Eras::MODERN) {
+            all.push(ProtocolVersion::V2026_07_28);
+        }
+        if self.config.eras.contains(Eras::SESSIONS) {
+            all.extend(SERVED.iter().rev());
+        }
+        all
     }
 
     /// A POST to the legacy messages path: 202 once parsed; everything the server
@@ -207,6 +232,7 @@ impl Server {
             owed,
             parts: immediate,
             batch,
+            status: StatusCode::OK,
         };
         if owed == 0 {
             return self.finish_json(x);

@@ -12,9 +12,12 @@ const MCP_METHOD: &str = "mcp-method";
 const MCP_NAME: &str = "mcp-name";
 
 use super::check::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+use super::config::Eras;
 use super::ids::{PeerAddr, SessionId};
+use super::modern;
 use super::output::Era;
 use crate::ProtocolVersion;
+use crate::jsonrpc::Envelopes;
 
 /// What `Mcp-Session-Id` named.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,15 +97,31 @@ impl McpHeaders {
         }
     }
 
-    /// The era of a request on the MCP endpoint (MODERN-25): the sessionless revision
-    /// when its `MCP-Protocol-Version` names it, else the session era (a request with
-    /// no version header is read as 2025-03-26, MODERN-16). The legacy HTTP+SSE era is
-    /// not decided here: it has paths of its own.
-    pub(super) fn era(&self) -> Era {
-        match self.version {
-            VersionHeader::Known(v) if !v.uses_initialize() => Era::Sessionless,
-            _ => Era::Sessions,
-        }
+    /// The era of a request on the MCP endpoint (MODERN-25), from its headers and, for a
+    /// POST, its body, among the `eras` served:
+    /// - an `Mcp-Session-Id`, or a version header naming a revision of the session era,
+    ///   is the session era, whatever modern `_meta` keys the body carries;
+    /// - a version header naming a modern revision is the sessionless era, an
+    ///   `initialize` included (a removed method there, MODERN-21);
+    /// - otherwise (no header, or one naming no known revision) a body whose `_meta`
+    ///   names a revision is sessionless, and anything else, `initialize` without a
+    ///   header among it, is the session era (read as 2025-03-26, MODERN-16);
+    /// - a server that serves no session era ignores `Mcp-Session-Id` (MODERN-2) and takes
+    ///   every request as sessionless, to be checked as such.
+    ///
+    /// The legacy HTTP+SSE era is not decided here: it has paths of its own.
+    pub(super) fn era(&self, eras: Eras, body: Option<&Envelopes>) -> Era {
+        let sessions = eras.contains(Eras::SESSIONS);
+        let decided = match &self.version {
+            _ if sessions && self.session != SessionHeader::Absent => Era::Sessions,
+            VersionHeader::Known(v) if v.uses_initialize() => Era::Sessions,
+            VersionHeader::Known(_) => Era::Sessionless,
+            VersionHeader::Unknown(_) | VersionHeader::Absent => match body {
+                Some(Envelopes::Single(m)) if modern::names_a_revision(m) => Era::Sessionless,
+                _ => Era::Sessions,
+            },
+        };
+        if sessions { decided } else { Era::Sessionless }
     }
 }
 
@@ -142,14 +161,60 @@ mod tests {
         assert_eq!(unknown.version, VersionHeader::Unknown("v999".into()));
     }
 
+    fn body(text: &'static str) -> Envelopes {
+        let text = crate::jsonrpc::body_text(Bytes::from_static(text.as_bytes())).unwrap();
+        crate::jsonrpc::Classifier::default()
+            .envelopes(text, ProtocolVersion::V2025_03_26)
+            .unwrap()
+    }
+
+    const MODERN_META: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    const PLAIN: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
+
     #[test]
     fn modern_25_the_version_header_decides_the_era() {
-        assert_eq!(read(&[]).era(), Era::Sessions);
+        let all = Eras::ALL;
+        assert_eq!(read(&[]).era(all, None), Era::Sessions);
         let session_era = read(&[("mcp-protocol-version", "2025-11-25")]);
-        assert_eq!(session_era.era(), Era::Sessions);
+        assert_eq!(session_era.era(all, None), Era::Sessions);
         let modern = read(&[("mcp-protocol-version", "2026-07-28")]);
-        assert_eq!(modern.era(), Era::Sessionless);
+        assert_eq!(modern.era(all, None), Era::Sessionless);
+        assert_eq!(modern.era(all, Some(&body(INIT))), Era::Sessionless);
         let unknown = read(&[("mcp-protocol-version", "2099-01-01")]);
-        assert_eq!(unknown.era(), Era::Sessions);
+        assert_eq!(unknown.era(all, Some(&body(PLAIN))), Era::Sessions);
+    }
+
+    #[test]
+    fn modern_25_a_session_or_a_session_era_header_wins_over_modern_meta() {
+        let body = body(MODERN_META);
+        let session = read(&[("mcp-session-id", "live")]);
+        assert_eq!(session.era(Eras::ALL, Some(&body)), Era::Sessions);
+        let header = read(&[("mcp-protocol-version", "2025-11-25")]);
+        assert_eq!(header.era(Eras::ALL, Some(&body)), Era::Sessions);
+    }
+
+    #[test]
+    fn modern_25_modern_16_without_a_header_the_meta_decides() {
+        let none = read(&[]);
+        assert_eq!(
+            none.era(Eras::ALL, Some(&body(MODERN_META))),
+            Era::Sessionless
+        );
+        assert_eq!(none.era(Eras::ALL, Some(&body(PLAIN))), Era::Sessions);
+        assert_eq!(none.era(Eras::ALL, Some(&body(INIT))), Era::Sessions);
+    }
+
+    #[test]
+    fn modern_2_a_modern_only_server_takes_every_request_as_sessionless() {
+        let session = read(&[
+            ("mcp-session-id", "live"),
+            ("mcp-protocol-version", "2025-11-25"),
+        ]);
+        assert_eq!(
+            session.era(Eras::MODERN, Some(&body(PLAIN))),
+            Era::Sessionless
+        );
+        assert_eq!(read(&[]).era(Eras::MODERN, None), Era::Sessionless);
     }
 }

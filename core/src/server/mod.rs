@@ -53,6 +53,14 @@
 //!
 //! # Decisions
 //!
+//! - **Eras** ([`Eras`], MODERN-25): the endpoint serves the session era and, when
+//!   configured, the sessionless revision 2026-07-28, decided per request: a session or a
+//!   session-era version header makes a request session-era whatever its body's `_meta`
+//!   says; a modern header, or without one a `_meta` naming a revision, makes it
+//!   sessionless. A sessionless request is checked against its headers (MODERN-4…6,
+//!   MODERN-20, MODERN-21), dispatched with no session, answered with its own JSON body
+//!   or stream without event ids, its unknown-method error as 404, and cancelled when its
+//!   connection goes (MODERN-11).
 //! - **Status precedence** (docs/requirements.md §14.13): path 404 → `Host`/`Origin` 403
 //!   (SEC-1, SEC-2, SEC-7) → authorization 401/403 (SEC-5) → method 405 → `Accept` 406 →
 //!   `Content-Type` 415 → body size 413 (counted as it streams in) → JSON 400/-32700 →
@@ -128,7 +136,7 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 
-pub use config::{Allow, Config, LegacyPaths, ResponseMode, SessionMode};
+pub use config::{Allow, Config, Eras, LegacyPaths, ResponseMode, SessionMode};
 pub use ids::{ExchangeId, PeerAddr, RequestHandle, SessionId, StreamId};
 pub use output::{
     CloseReason, Delivery, Era, Event, IncomingRequest, Refusal, SendError, Target, Transmit,
@@ -563,6 +571,21 @@ impl Server {
         if let Some(t) = e.carries.stream() {
             self.keep_untaken(t, x, e.out);
             self.detach(t, x);
+        }
+        // MODERN-11: a sessionless request whose response went with its connection is
+        // cancelled; nothing more is sent for it, and the application is told.
+        for &h in &e.requests {
+            if self
+                .requests
+                .get(&h)
+                .is_some_and(|r| r.era == Era::Sessionless)
+            {
+                self.close_request(h);
+                self.events.push_back(Event::Cancelled {
+                    request: h,
+                    reason: Some("the client closed the response stream".into()),
+                });
+            }
         }
         if let Some(s) = e.session {
             self.exchange_left_session(s);

@@ -26,6 +26,43 @@ const REMOVED: [&str; 5] = [
     "resources/unsubscribe",
 ];
 
+/// Just the revision `_meta` names, to decide the era of a request without a header.
+#[derive(Deserialize)]
+struct Named<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<NamedMeta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct NamedMeta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+    version: Option<Cow<'a, str>>,
+}
+
+/// Whether a request's or notification's `params._meta` names a revision (MODERN-25).
+pub(super) fn names_a_revision(message: &Envelope) -> bool {
+    if !matches!(message.kind(), Kind::Request | Kind::Notification) {
+        return false;
+    }
+    message.payload().is_some_and(|raw| {
+        serde_json::from_str::<Named<'_>>(raw.as_str())
+            .is_ok_and(|p| p.meta.is_some_and(|m| m.version.is_some()))
+    })
+}
+
+/// The HTTP status of an error answer to a sessionless request: 404 for an unknown
+/// method (MODERN-9), 400 for the revision's own errors (MODERN-4, MODERN-5, MODERN-20),
+/// 200 for any other error (a tool's, or invalid params).
+pub(super) fn error_status(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        ErrorCode::HEADER_MISMATCH
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
 /// The params of a request, as far as the transport reads them.
 #[derive(Deserialize, Default)]
 struct Params<'a> {

@@ -11,6 +11,7 @@ use super::Server;
 use super::check::SESSION_ID;
 use super::config::ResponseMode;
 use super::ids::{ExchangeId, RequestHandle, SessionId, StreamId};
+use super::modern;
 use super::output::{CloseReason, Delivery, Era, SendError, Target, Transmit};
 use super::refuse::{empty_head, json_head};
 use super::state::{Carries, Phase, Stream, StreamKind, Timer};
@@ -44,7 +45,7 @@ impl Server {
         result: &dyn ToJson,
     ) -> Result<Delivery, SendError> {
         let id = self.open_id(request)?;
-        self.answer(now, request, &Outgoing::Response { id: &id, result }, false)
+        self.answer(now, request, &Outgoing::Response { id: &id, result }, None)
     }
 
     /// Answers an open request with an error response.
@@ -66,7 +67,7 @@ impl Server {
             message,
             data,
         };
-        self.answer(now, request, &error, true)
+        self.answer(now, request, &error, Some(code))
     }
 
     /// Sends a notification to `target` (HTTP-POST-9, HTTP-GET-4).
@@ -189,12 +190,13 @@ impl Server {
         now: Instant,
         h: RequestHandle,
         message: &Outgoing<'_>,
-        is_error: bool,
+        error: Option<ErrorCode>,
     ) -> Result<Delivery, SendError> {
         self.clock(now);
         let req = &self.requests[&h];
         let initialize = req.initialize;
         let session = req.session;
+        let era = req.era;
         let awaiting = req.exchange.filter(|x| {
             self.exchanges
                 .get(x)
@@ -214,8 +216,11 @@ impl Server {
                     .expect("awaiting exchange")
                     .carries
                 {
-                    Carries::Json { parts, .. } => {
+                    Carries::Json { parts, status, .. } => {
                         parts.push(body.freeze());
+                        if let (Some(code), Era::Sessionless) = (error, era) {
+                            *status = modern::error_status(code);
+                        }
                         Delivery::Sent
                     }
                     _ => Delivery::Dropped,
@@ -225,7 +230,7 @@ impl Server {
         };
         self.settle(now, h);
         if initialize
-            && is_error
+            && error.is_some()
             && let Some(s) = session
             && !self.sessions.get(&s).is_some_and(|s| s.legacy)
         {
@@ -463,11 +468,16 @@ impl Server {
         let Some(e) = self.exchanges.get_mut(&x) else {
             return;
         };
-        let (parts, batch) = match std::mem::take(&mut e.carries) {
-            Carries::Json { parts, batch, .. } => (parts, batch),
+        let (parts, batch, status) = match std::mem::take(&mut e.carries) {
+            Carries::Json {
+                parts,
+                batch,
+                status,
+                ..
+            } => (parts, batch, status),
             other => {
                 e.carries = other;
-                (Vec::new(), false)
+                (Vec::new(), false, StatusCode::OK)
             }
         };
         let session = e.session;
@@ -489,7 +499,7 @@ impl Server {
         } else {
             parts.into_iter().next().expect("one part")
         };
-        let mut head = json_head(StatusCode::OK, body.len());
+        let mut head = json_head(status, body.len());
         self.session_header_on(&mut head, session);
         self.finish_with(x, head, Some(body));
     }

@@ -40,9 +40,11 @@ pub enum Era {
     HttpSse,
     /// Streamable HTTP with `initialize` and sessions (2025-03-26 … 2025-11-25).
     Sessions,
-    /// The sessionless revision (2026-07-28). Not served yet: such a POST is answered
-    /// 400 with -32022 and the supported versions (MODERN-5), so a dual-era client falls
-    /// back to `initialize` (MODERN-15).
+    /// The sessionless revision (2026-07-28): every request stands alone with its
+    /// `_meta`, and its response is its own JSON body or stream. Served with
+    /// [`Eras::MODERN`](super::Eras::MODERN); otherwise such a POST is answered 400 with
+    /// -32022 and the revisions served (MODERN-5), so a dual-era client falls back to
+    /// `initialize` (MODERN-15).
     Sessionless,
 }
 

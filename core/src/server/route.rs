@@ -134,7 +134,7 @@ impl Server {
             };
         }
         let stateless = self.config.sessions == SessionMode::Stateless;
-        let sessionless = mcp.era() == Era::Sessionless;
+        let sessionless = mcp.era(self.config.eras, None) == Era::Sessionless;
         let allow = match (
             stateless || sessionless,
             self.config.get_stream,
@@ -243,9 +243,11 @@ impl Server {
         }
     }
 
-    /// The client went away (the connection closed or the request was reset). Not a
-    /// cancellation (HTTP-POST-12): open requests stay open, and a resumable stream keeps
-    /// its frames for a resume. A legacy session ends with its stream.
+    /// The client went away (the connection closed or the request was reset). In the
+    /// session era not a cancellation (HTTP-POST-12): open requests stay open, and a
+    /// resumable stream keeps its frames for a resume. A legacy session ends with its
+    /// stream. A sessionless request is cancelled with its connection (MODERN-11):
+    /// [`Event::Cancelled`](super::Event::Cancelled), and nothing more is sent for it.
     pub fn handle_disconnect(&mut self, now: Instant, exchange: ExchangeId) {
         self.clock(now);
         self.forget_exchange(exchange);

@@ -95,11 +95,13 @@ pub(super) enum Carries {
     #[default]
     Nothing,
     /// A JSON body, written when `owed` reaches 0: the answers so far, in answer order;
-    /// an array when the request was a batch (BATCH-3).
+    /// an array when the request was a batch (BATCH-3); under `status` (200, or the
+    /// status a sessionless request's error calls for, MODERN-9).
     Json {
         owed: usize,
         parts: Vec<Bytes>,
         batch: bool,
+        status: http::StatusCode,
     },
     /// The SSE stream this exchange is the live connection of.
     Stream(StreamId),
