@@ -99,8 +99,9 @@ impl McpHeaders {
 
     /// The era of a request on the MCP endpoint (MODERN-25), from its headers and, for a
     /// POST, its body, among the `eras` served:
-    /// - an `Mcp-Session-Id`, or a version header naming a revision of the session era,
-    ///   is the session era, whatever modern `_meta` keys the body carries;
+    /// - an `Mcp-Session-Id` this server minted, or a version header naming a revision
+    ///   of the session era, is the session era, whatever modern `_meta` keys the body
+    ///   carries (an id it never minted names no session and decides nothing);
     /// - a version header naming a modern revision is the sessionless era, an
     ///   `initialize` included (a removed method there, MODERN-21);
     /// - otherwise (no header, or one naming no known revision) a body whose `_meta`
@@ -113,7 +114,8 @@ impl McpHeaders {
     pub(super) fn era(&self, eras: Eras, body: Option<&Envelopes>) -> Era {
         let sessions = eras.contains(Eras::SESSIONS);
         let decided = match &self.version {
-            _ if sessions && self.session != SessionHeader::Absent => Era::Sessions,
+            _ if sessions && matches!(self.session, SessionHeader::Known(_)) => Era::Sessions,
+            // An id this server never minted names no session: the headers decide.
             VersionHeader::Known(v) if v.uses_initialize() => Era::Sessions,
             VersionHeader::Known(_) => Era::Sessionless,
             VersionHeader::Unknown(_) | VersionHeader::Absent => match body {
@@ -192,6 +194,20 @@ mod tests {
         assert_eq!(session.era(Eras::ALL, Some(&body)), Era::Sessions);
         let header = read(&[("mcp-protocol-version", "2025-11-25")]);
         assert_eq!(header.era(Eras::ALL, Some(&body)), Era::Sessions);
+    }
+
+    #[test]
+    fn modern_25_an_id_this_server_never_minted_decides_nothing() {
+        let stale = read(&[
+            ("mcp-session-id", "gone"),
+            ("mcp-protocol-version", "2026-07-28"),
+        ]);
+        assert_eq!(
+            stale.era(Eras::ALL, Some(&body(MODERN_META))),
+            Era::Sessionless
+        );
+        let stale_old = read(&[("mcp-session-id", "gone")]);
+        assert_eq!(stale_old.era(Eras::ALL, Some(&body(PLAIN))), Era::Sessions);
     }
 
     #[test]
