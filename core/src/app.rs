@@ -8,19 +8,35 @@
 //! the same wherever it runs and the adapters hold no MCP method names: they schedule
 //! handlers and carry their answers. [`Dispatcher`] is the state they share: the calls
 //! in flight, their cancellation (early cancels included), their server→client
-//! requests, and what to do with each event. Not a full SDK: no resources, prompts or schema
+//! requests, the open `subscriptions/listen` streams, and what to do with each event.
+//!
+//! On the sessionless revision (2026-07-28) the layer also answers `server/discover`
+//! (MODERN-14, MODERN-19) and `subscriptions/listen` (MODERN-13) itself, completes every
+//! result ([`Responder::complete`]: `resultType`, `serverInfo`, caching hints), gates
+//! log messages by the request's `logLevel` (MODERN-21), and seals the `requestState`
+//! of multi round-trip answers with an HMAC ([`StateKey`], MODERN-23), so a handler
+//! writes the same answer in every era. Not a full SDK: no resources, prompts or schema
 //! validation beyond deserializing a tool's arguments.
-
-use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::jsonrpc::{ErrorCode, Message, RawJson};
-use crate::server::{IncomingRequest, RequestHandle, Server};
+use crate::jsonrpc::{ErrorCode, Message};
+use crate::server::IncomingRequest;
 
 mod dispatcher;
+mod listen;
+mod modern;
+mod state;
 
-pub use dispatcher::{Ask, CallInfo, Cancel, Describe, Dispatcher, Limits, Reply, Start, Step};
+pub use dispatcher::{
+    Act, Ask, CallInfo, Cancel, Describe, Dispatcher, Limits, Reply, Settings, Start, Step,
+};
+pub use listen::{ACKNOWLEDGED, Change};
+pub use modern::{
+    CLIENT_CAPABILITIES, CacheHint, CacheScope, LOG_LEVEL, LogLevel, Responder, SERVER_INFO,
+    SUBSCRIPTION_ID, elicitation_request, input_required, roots_request, sampling_request,
+};
+pub use state::{MAX_SEALED_STATE, StateError, StateKey};
 
 /// A JSON-RPC error answer, from a handler or from a client.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,31 +45,51 @@ pub struct CallError {
     pub code: ErrorCode,
     /// The message.
     pub message: String,
+    /// `error.data`, if any.
+    pub data: Option<Value>,
 }
 
 impl CallError {
+    /// An error of this code and message, without data.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// The same error with `data`.
+    #[must_use]
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
     /// -32602: the params do not fit the method.
     pub fn invalid_params(message: impl Into<String>) -> Self {
-        Self {
-            code: ErrorCode::INVALID_PARAMS,
-            message: message.into(),
-        }
+        Self::new(ErrorCode::INVALID_PARAMS, message)
     }
 
     /// -32601: no such method (or tool).
     pub fn not_found(message: impl Into<String>) -> Self {
-        Self {
-            code: ErrorCode::METHOD_NOT_FOUND,
-            message: message.into(),
-        }
+        Self::new(ErrorCode::METHOD_NOT_FOUND, message)
     }
 
     /// -32603: the server failed.
     pub fn internal(message: impl Into<String>) -> Self {
-        Self {
-            code: ErrorCode::INTERNAL_ERROR,
-            message: message.into(),
-        }
+        Self::new(ErrorCode::INTERNAL_ERROR, message)
+    }
+
+    /// -32021 (MODERN-20): the request needs client capabilities its `_meta` does not
+    /// declare; `required` is a `ClientCapabilities` object (`{"sampling": {}}`). The
+    /// 2026-07-28 revision answers it with 400.
+    pub fn missing_capability(required: Value) -> Self {
+        Self::new(
+            ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            "the request needs a client capability it did not declare",
+        )
+        .with_data(json!({ "requiredCapabilities": required }))
     }
 
     /// -32603 "the server is busy; try again": a call the server has no room for now.
@@ -108,33 +144,6 @@ pub fn text_result(text: &str) -> Value {
     json!({"content": [{"type": "text", "text": text}]})
 }
 
-/// Answers `request` with a handler's `result`: the value as the JSON-RPC result, or the
-/// error. An answer to a request no longer open (cancelled, session gone) is dropped,
-/// as the core drops it.
-pub fn answer(
-    server: &mut Server,
-    now: Instant,
-    request: RequestHandle,
-    result: Result<Value, CallError>,
-) {
-    let _ = match result {
-        Ok(value) => {
-            let text = value.to_string();
-            match RawJson::new(&text) {
-                Ok(raw) => server.respond(now, request, &raw),
-                Err(_) => server.respond_error(
-                    now,
-                    request,
-                    ErrorCode::INTERNAL_ERROR,
-                    "result is not JSON",
-                    None,
-                ),
-            }
-        }
-        Err(e) => server.respond_error(now, request, e.code, &e.message, None),
-    };
-}
-
 /// A client's response to a server→client request: its `result`, or its error.
 ///
 /// # Errors
@@ -148,6 +157,11 @@ pub fn client_answer(message: &Message<'_>) -> Result<Value, CallError> {
         Message::Error(e) => Err(CallError {
             code: e.error.code,
             message: e.error.message.to_string(),
+            data: e
+                .error
+                .data
+                .as_ref()
+                .and_then(|d| serde_json::from_str(d.as_str()).ok()),
         }),
         _ => Err(CallError::internal("not a response")),
     }
@@ -176,6 +190,7 @@ struct Tool<F> {
 pub struct ToolTable<F> {
     info: Option<Value>,
     tools: Vec<Tool<F>>,
+    cache: CacheHint,
 }
 
 impl<F> Default for ToolTable<F> {
@@ -183,6 +198,7 @@ impl<F> Default for ToolTable<F> {
         Self {
             info: None,
             tools: Vec::new(),
+            cache: CacheHint::NONE,
         }
     }
 }
@@ -215,6 +231,22 @@ impl<F> ToolTable<F> {
             input_schema,
             run,
         });
+    }
+
+    /// Sets the caching hint of `tools/list` (MODERN-22; by default
+    /// [`CacheHint::NONE`]).
+    pub fn set_cache_hint(&mut self, hint: CacheHint) {
+        self.cache = hint;
+    }
+
+    /// The caching hint of `method`'s results: the table's for `tools/list`, else
+    /// [`CacheHint::NONE`].
+    pub fn cache_hint(&self, method: &str) -> CacheHint {
+        if method == "tools/list" {
+            self.cache
+        } else {
+            CacheHint::NONE
+        }
     }
 
     /// The tools' names, in the order they were added.
@@ -347,10 +379,7 @@ mod tests {
         let ok = classify(br#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#).unwrap();
         assert_eq!(client_answer(&ok), Ok(json!({"a": 1})));
         let err = classify(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"no"}}"#);
-        let expected = CallError {
-            code: ErrorCode(-1),
-            message: "no".into(),
-        };
+        let expected = CallError::new(ErrorCode(-1), "no");
         assert_eq!(client_answer(&err.unwrap()), Err(expected));
         let note = classify(br#"{"jsonrpc":"2.0","method":"x"}"#).unwrap();
         let e = client_answer(&note).unwrap_err();

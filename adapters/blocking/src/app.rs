@@ -18,9 +18,11 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use mcpwire::app::{Ask, CallInfo, Describe, Dispatcher, Route, Start, Step, ToolTable};
-pub use mcpwire::app::{CallError, Limits, text_result};
-use mcpwire::server::{Event, RequestHandle, SendError, SessionId};
+use mcpwire::app::{
+    Act, Ask, CallInfo, Describe, Dispatcher, Responder, Route, Start, Step, ToolTable,
+};
+pub use mcpwire::app::{CacheHint, CallError, Change, Limits, Settings, text_result};
+use mcpwire::server::{Event, SendError, SessionId};
 use serde_json::{Value, json};
 
 use crate::server::{Driver, ServeOptions, Sink};
@@ -91,7 +93,36 @@ impl Call {
         self.info.progress_token()
     }
 
-    /// Sends a notification related to this request (on its stream, HTTP-POST-9).
+    /// The client's capabilities on a 2026-07-28 request (`None` in the session eras);
+    /// see [`CallInfo::client_capabilities`].
+    pub fn client_capabilities(&self) -> Option<&Value> {
+        self.info.client_capabilities()
+    }
+
+    /// Whether a 2026-07-28 request's client declared the capability `name`.
+    pub fn client_supports(&self, name: &str) -> bool {
+        self.info.client_supports(name)
+    }
+
+    /// `params.inputResponses` of a retried multi round-trip request (MODERN-23).
+    pub fn input_responses(&self) -> Option<&Value> {
+        self.info.input_responses()
+    }
+
+    /// The `requestState` this handler handed out, opened and verified (MODERN-23).
+    pub fn request_state(&self) -> Option<&str> {
+        self.info.request_state()
+    }
+
+    /// Announces a change to every `subscriptions/listen` stream that asked for it
+    /// (MODERN-13).
+    pub fn changed(&self, change: &Change) {
+        let act = lock(&self.calls).changed(change);
+        apply(&self.driver, act);
+    }
+
+    /// Sends a notification related to this request (on its stream, HTTP-POST-9); a
+    /// log message of a 2026-07-28 request only at or above its `logLevel` (MODERN-21).
     ///
     /// # Errors
     /// [`SendError`] from the core (the request is no longer open, …).
@@ -182,6 +213,13 @@ pub trait Handler: Send + Sync + 'static {
         json!({})
     }
 
+    /// The caching hint of `method`'s complete results on the 2026-07-28 revision
+    /// (MODERN-22); by default [`CacheHint::NONE`].
+    fn cache_hint(&self, method: &str) -> CacheHint {
+        let _ = method;
+        CacheHint::NONE
+    }
+
     /// Sees every event of the server before the layer acts on it (to log sessions, to
     /// count); the default ignores them. Runs where the events are dispatched, on a
     /// worker or the timer thread: keep it short and never block.
@@ -189,8 +227,9 @@ pub trait Handler: Send + Sync + 'static {
         let _ = event;
     }
 
-    /// Answers one request (`initialize` and `ping` are answered before it is asked), on
-    /// a handler thread: it may block.
+    /// Answers one request (`initialize`, `ping`, `server/discover` and
+    /// `subscriptions/listen` are answered before it is asked), on a handler thread: it
+    /// may block.
     fn call(&self, call: &Call) -> Result<Value, CallError>;
 }
 
@@ -212,6 +251,13 @@ impl Tools {
     /// An empty table.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets the caching hint of `tools/list` on the 2026-07-28 revision (MODERN-22).
+    #[must_use]
+    pub fn with_cache_hint(mut self, hint: CacheHint) -> Self {
+        self.0.set_cache_hint(hint);
+        self
     }
 
     /// Sets `serverInfo` (`{"name": …, "version": …}`).
@@ -248,6 +294,10 @@ impl Handler for Tools {
         self.0.server_info()
     }
 
+    fn cache_hint(&self, method: &str) -> CacheHint {
+        self.0.cache_hint(method)
+    }
+
     fn capabilities(&self) -> Value {
         self.0.capabilities()
     }
@@ -266,7 +316,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The calls waiting for a handler thread.
 struct Jobs {
-    queue: VecDeque<Call>,
+    queue: VecDeque<(Call, Responder)>,
     closed: bool,
 }
 
@@ -280,6 +330,10 @@ impl Describe for Described<'_> {
 
     fn server_info(&self) -> Value {
         self.0.server_info()
+    }
+
+    fn cache_hint(&self, method: &str) -> CacheHint {
+        self.0.cache_hint(method)
     }
 }
 
@@ -299,15 +353,20 @@ impl App {
         let step = lock(&self.calls).handle_event(event, &Described(&*self.handler));
         match step {
             Step::Done => {}
-            Step::Answer(handle, result) => answer(driver, handle, result),
+            Step::Act(act) => apply(driver, act),
             Step::Run(start) => self.start(driver, start),
         }
     }
 
     /// Queues a call for a handler thread; answers it busy when the queue is full.
     fn start(&self, driver: &Driver, start: Start<CancelFlag>) {
-        let (info, cancelled) = start.into_parts();
-        let handle = info.handle();
+        let (info, cancelled, responder) = match start.begin() {
+            Ok(parts) => parts,
+            Err((responder, refusal)) => {
+                finish(&self.calls, driver, responder, Err(refusal));
+                return;
+            }
+        };
         let call = Call {
             calls: Arc::clone(&self.calls),
             driver: driver.clone(),
@@ -317,10 +376,10 @@ impl App {
         let mut jobs = lock(&self.jobs);
         if jobs.queue.len() >= self.capacity {
             drop(jobs);
-            finish(&self.calls, driver, handle, Err(CallError::busy()));
+            finish(&self.calls, driver, responder, Err(CallError::busy()));
             return;
         }
-        jobs.queue.push_back(call);
+        jobs.queue.push_back((call, responder));
         drop(jobs);
         self.ready.notify_one();
     }
@@ -328,11 +387,11 @@ impl App {
     /// One handler thread: runs queued calls until the layer closes.
     fn run(&self) {
         loop {
-            let call = {
+            let (call, responder) = {
                 let mut jobs = lock(&self.jobs);
                 loop {
-                    if let Some(call) = jobs.queue.pop_front() {
-                        break call;
+                    if let Some(job) = jobs.queue.pop_front() {
+                        break job;
                     }
                     if jobs.closed {
                         return;
@@ -346,16 +405,23 @@ impl App {
             let result =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.handler.call(&call)))
                     .unwrap_or_else(|_| Err(CallError::internal("the handler panicked")));
-            finish(&self.calls, &call.driver, call.info.handle(), result);
+            finish(&self.calls, &call.driver, responder, result);
         }
     }
 }
 
 /// A call's handler finished (or never ran): the dispatcher forgets it, and its answer
 /// goes out unless it was cancelled.
-fn finish(calls: &Calls, driver: &Driver, handle: RequestHandle, result: Answer) {
-    if lock(calls).finish(handle) {
-        answer(driver, handle, result);
+fn finish(calls: &Calls, driver: &Driver, responder: Responder, result: Answer) {
+    if lock(calls).finish(responder.handle()) {
+        driver.with_server(|server, now| responder.answer(server, now, result));
+    }
+}
+
+/// Hands what the layer sends on its own to the server.
+fn apply(driver: &Driver, act: Act) {
+    if !act.is_empty() {
+        driver.with_server(|server, now| act.apply(server, now));
     }
 }
 
@@ -370,19 +436,24 @@ impl Drop for Closer {
     }
 }
 
-/// The sink that serves `handler`: `initialize` and `ping` answered in place, every other
-/// request run on one of `options.handlers()` threads (spawned now), at most
-/// `options.queue()` waiting; one more is answered -32603 at once, as is one beyond
-/// `options.app_limits()`.
+/// The sink that serves `handler`: `initialize`, `ping`, `server/discover` and
+/// `subscriptions/listen` answered in place, every other request run on one of
+/// `options.handlers()` threads (spawned now), at most `options.queue()` waiting; one
+/// more is answered -32603 at once, as is one beyond the limits of `options.app()`. The
+/// layer's `requestState` key, unless configured, is drawn from `entropy`.
 /// [`serve`](crate::server::serve) uses it.
 ///
 /// # Errors
 ///
 /// A thread could not be spawned.
-pub fn mount(handler: Arc<dyn Handler>, options: &ServeOptions) -> std::io::Result<Sink> {
+pub fn mount(
+    handler: Arc<dyn Handler>,
+    options: &ServeOptions,
+    entropy: &mut dyn mcpwire::Entropy,
+) -> std::io::Result<Sink> {
     let app = Arc::new(App {
         handler,
-        calls: Arc::new(Mutex::new(Dispatcher::new(options.app_limits()))),
+        calls: Arc::new(Mutex::new(Dispatcher::new(options.app(), entropy))),
         jobs: Mutex::new(Jobs {
             queue: VecDeque::new(),
             closed: false,
@@ -400,8 +471,4 @@ pub fn mount(handler: Arc<dyn Handler>, options: &ServeOptions) -> std::io::Resu
     Ok(Box::new(move |driver: &Driver, event: Event| {
         closer.0.dispatch(driver, event);
     }))
-}
-
-fn answer(driver: &Driver, handle: RequestHandle, result: Answer) {
-    driver.with_server(|server, now| mcpwire::app::answer(server, now, handle, result));
 }

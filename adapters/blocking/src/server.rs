@@ -187,7 +187,7 @@ pub struct ServeOptions {
     grace: Duration,
     limits: Limits,
     log: Option<Log>,
-    app_limits: mcpwire::app::Limits,
+    app: mcpwire::app::Settings,
 }
 
 impl ServeOptions {
@@ -210,7 +210,7 @@ impl ServeOptions {
             grace: Duration::from_secs(5),
             limits: Limits::new(),
             log: None,
-            app_limits: mcpwire::app::Limits::new(),
+            app: mcpwire::app::Settings::new(),
         }
     }
 
@@ -230,10 +230,11 @@ impl ServeOptions {
         self
     }
 
-    /// The bounds of the application layer's tables ([`app`](crate::app): calls in
-    /// flight, early cancels, requests to clients awaiting their response).
-    pub fn with_app_limits(mut self, limits: mcpwire::app::Limits) -> Self {
-        self.app_limits = limits;
+    /// The application layer's settings ([`app`](crate::app)): the bounds of its
+    /// tables (calls in flight, early cancels, requests to clients, listens) and the
+    /// key that seals `requestState` (drawn from the server's entropy when not given).
+    pub fn with_app(mut self, settings: mcpwire::app::Settings) -> Self {
+        self.app = settings;
         self
     }
 
@@ -344,9 +345,9 @@ impl ServeOptions {
         self.queue
     }
 
-    /// The bounds of the application layer's tables.
-    pub fn app_limits(&self) -> mcpwire::app::Limits {
-        self.app_limits
+    /// The application layer's settings.
+    pub fn app(&self) -> &mcpwire::app::Settings {
+        &self.app
     }
 
     /// The connection bound and deadlines.
@@ -381,7 +382,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("grace", &self.grace)
             .field("limits", &self.limits)
             .field("log", &self.log.is_some())
-            .field("app_limits", &self.app_limits)
+            .field("app", &self.app)
             .finish()
     }
 }
@@ -947,7 +948,8 @@ pub fn serve(
     handler: Arc<dyn crate::app::Handler>,
     options: ServeOptions,
 ) -> io::Result<Handle> {
-    let sink = crate::app::mount(handler, &options)?;
+    let mut entropy = entropy;
+    let sink = crate::app::mount(handler, &options, &mut *entropy)?;
     start(listener, config, entropy, options, sink)
 }
 

@@ -1,7 +1,9 @@
 //! A small application layer on [`McpService`]: an async function per request, with a
 //! [`Call`] that sends progress and notifications on that request's stream and sees
 //! cancellation, and [`Tools`], a typed tool table. Not a full SDK: `initialize`,
-//! `ping`, `tools/list` and `tools/call`, and whatever else a [`Handler`] answers.
+//! `ping`, `tools/list` and `tools/call`, and whatever else a [`Handler`] answers; on
+//! the 2026-07-28 revision also `server/discover` and `subscriptions/listen`, with every
+//! result completed for that revision.
 //!
 //! What those answers are, which calls are in flight and cancelled, and where a client's
 //! response goes are decided in [`mcpwire::app`] (its [`Dispatcher`]), as for the
@@ -13,9 +15,11 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpwire::app::{Ask, CallInfo, Describe, Dispatcher, Route, Start, Step, ToolTable};
-pub use mcpwire::app::{CallError, Limits, text_result};
-use mcpwire::server::{Event, RequestHandle, SendError, SessionId};
+use mcpwire::app::{
+    Act, Ask, CallInfo, Describe, Dispatcher, Responder, Route, Start, Step, ToolTable,
+};
+pub use mcpwire::app::{CacheHint, CallError, Change, Limits, Settings, text_result};
+use mcpwire::server::{Event, SendError, SessionId};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -94,7 +98,37 @@ impl Call {
         self.info.progress_token()
     }
 
-    /// Sends a notification related to this request (on its stream, HTTP-POST-9).
+    /// The client's capabilities on a 2026-07-28 request (`None` in the session eras);
+    /// see [`CallInfo::client_capabilities`].
+    pub fn client_capabilities(&self) -> Option<&Value> {
+        self.info.client_capabilities()
+    }
+
+    /// Whether a 2026-07-28 request's client declared the capability `name`.
+    pub fn client_supports(&self, name: &str) -> bool {
+        self.info.client_supports(name)
+    }
+
+    /// `params.inputResponses` of a retried multi round-trip request (MODERN-23).
+    pub fn input_responses(&self) -> Option<&Value> {
+        self.info.input_responses()
+    }
+
+    /// The `requestState` this handler handed out, opened and verified (MODERN-23).
+    pub fn request_state(&self) -> Option<&str> {
+        self.info.request_state()
+    }
+
+    /// Announces a change to every `subscriptions/listen` stream that asked for it
+    /// (MODERN-13).
+    pub fn changed(&self, change: &Change) {
+        let act = lock(&self.calls).changed(change);
+        apply(&self.service, act);
+    }
+
+    /// Sends a notification related to this request (on its stream, HTTP-POST-9);
+    /// a log message of a 2026-07-28 request only at or above its `logLevel`
+    /// (MODERN-21).
     ///
     /// # Errors
     /// [`SendError`] from the core (the request is no longer open, …).
@@ -189,6 +223,13 @@ pub trait Handler: Send + Sync + 'static {
         json!({})
     }
 
+    /// The caching hint of `method`'s complete results on the 2026-07-28 revision
+    /// (MODERN-22); by default [`CacheHint::NONE`].
+    fn cache_hint(&self, method: &str) -> CacheHint {
+        let _ = method;
+        CacheHint::NONE
+    }
+
     /// Sees every event of the service before the layer acts on it (to log sessions, to
     /// count); the default ignores them. Runs where the events are dispatched: keep it
     /// short.
@@ -196,7 +237,8 @@ pub trait Handler: Send + Sync + 'static {
         let _ = event;
     }
 
-    /// Answers one request (`initialize` and `ping` are answered before it is asked).
+    /// Answers one request (`initialize`, `ping`, `server/discover` and
+    /// `subscriptions/listen` are answered before it is asked).
     /// The future is first polled on the task that reads the events, so work before its
     /// first await point should be short: put heavy work behind an await
     /// (`tokio::task::spawn_blocking`, say).
@@ -221,6 +263,13 @@ impl Tools {
     /// An empty table.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets the caching hint of `tools/list` on the 2026-07-28 revision (MODERN-22).
+    #[must_use]
+    pub fn with_cache_hint(mut self, hint: CacheHint) -> Self {
+        self.0.set_cache_hint(hint);
+        self
     }
 
     /// Sets `serverInfo` (`{"name": …, "version": …}`).
@@ -263,6 +312,10 @@ impl Handler for Tools {
         self.0.server_info()
     }
 
+    fn cache_hint(&self, method: &str) -> CacheHint {
+        self.0.cache_hint(method)
+    }
+
     fn capabilities(&self) -> Value {
         self.0.capabilities()
     }
@@ -286,6 +339,10 @@ impl Describe for Described<'_> {
     fn server_info(&self) -> Value {
         self.0.server_info()
     }
+
+    fn cache_hint(&self, method: &str) -> CacheHint {
+        self.0.cache_hint(method)
+    }
 }
 
 /// The application layer's state: what [`run`] and [`mount`] share.
@@ -295,10 +352,14 @@ struct App {
 }
 
 impl App {
-    fn new(handler: Arc<dyn Handler>, limits: Limits) -> Self {
+    fn new(
+        handler: Arc<dyn Handler>,
+        settings: &Settings,
+        entropy: &mut dyn mcpwire::Entropy,
+    ) -> Self {
         Self {
             handler,
-            calls: Arc::new(Mutex::new(Dispatcher::new(limits))),
+            calls: Arc::new(Mutex::new(Dispatcher::new(settings, entropy))),
         }
     }
 
@@ -308,7 +369,7 @@ impl App {
         let step = lock(&self.calls).handle_event(event, &Described(&*self.handler));
         match step {
             Step::Done => {}
-            Step::Answer(handle, result) => answer(service, handle, result),
+            Step::Act(act) => apply(service, act),
             Step::Run(start) => self.start(service, start),
         }
     }
@@ -316,8 +377,13 @@ impl App {
     /// Runs the handler of a call: in place when it finishes at its first poll, else in a
     /// task of its own.
     fn start(&self, service: &McpService, start: Start<CancelTx>) {
-        let (info, cancel) = start.into_parts();
-        let handle = info.handle();
+        let (info, cancel, responder) = match start.begin() {
+            Ok(parts) => parts,
+            Err((responder, refusal)) => {
+                finish(&self.calls, service, responder, Err(refusal));
+                return;
+            }
+        };
         let call = Call {
             calls: Arc::clone(&self.calls),
             service: service.clone(),
@@ -338,23 +404,30 @@ impl App {
             Err(_) => Some(Err(CallError::internal("the handler panicked"))),
         };
         if let Some(result) = result {
-            finish(&self.calls, service, handle, result);
+            finish(&self.calls, service, responder, result);
             return;
         }
         let service = service.clone();
         let calls = Arc::clone(&self.calls);
         tokio::spawn(async move {
             let result = future.await;
-            finish(&calls, &service, handle, result);
+            finish(&calls, &service, responder, result);
         });
     }
 }
 
 /// A call's handler finished: the dispatcher forgets it, and its answer goes out unless
 /// it was cancelled.
-fn finish(calls: &Calls, service: &McpService, handle: RequestHandle, result: Answer) {
-    if lock(calls).finish(handle) {
-        answer(service, handle, result);
+fn finish(calls: &Calls, service: &McpService, responder: Responder, result: Answer) {
+    if lock(calls).finish(responder.handle()) {
+        service.with_server(|server, now| responder.answer(server, now, result));
+    }
+}
+
+/// Hands what the layer sends on its own to the server.
+fn apply(service: &McpService, act: Act) {
+    if !act.is_empty() {
+        service.with_server(|server, now| act.apply(server, now));
     }
 }
 
@@ -371,18 +444,19 @@ pub async fn run(
     events: mpsc::UnboundedReceiver<Event>,
     handler: Arc<dyn Handler>,
 ) {
-    run_with_limits(service, events, handler, Limits::new()).await;
+    run_with(service, events, handler, &Settings::new()).await;
 }
 
-/// As [`run`], with the bounds of the layer's tables (calls in flight, early cancels,
-/// requests to clients awaiting their response).
-pub async fn run_with_limits(
+/// As [`run`], with the layer's [`Settings`]: the bounds of its tables (calls in
+/// flight, early cancels, requests to clients, listens) and the key that seals
+/// `requestState` (drawn from the operating system when not given).
+pub async fn run_with(
     service: McpService,
     mut events: mpsc::UnboundedReceiver<Event>,
     handler: Arc<dyn Handler>,
-    limits: Limits,
+    settings: &Settings,
 ) {
-    let app = App::new(handler, limits);
+    let app = App::new(handler, settings, &mut mcpwire::OsEntropy);
     while let Some(event) = events.recv().await {
         app.dispatch(&service, event);
     }
@@ -414,30 +488,27 @@ pub fn mount_sharded(
     entropy: Box<dyn mcpwire::Entropy + Send>,
     handler: Arc<dyn Handler>,
 ) -> McpService {
-    mount_sharded_with_limits(shards, config, entropy, handler, Limits::new())
+    mount_sharded_with(shards, config, entropy, handler, &Settings::new())
 }
 
-/// As [`mount_sharded`], with the bounds of the layer's tables (calls in flight, early
-/// cancels, requests to clients awaiting their response).
+/// As [`mount_sharded`], with the layer's [`Settings`]: the bounds of its tables
+/// (calls in flight, early cancels, requests to clients, listens) and the key that
+/// seals `requestState` (drawn from `entropy` when not given).
 ///
 /// # Panics
 ///
 /// Unless `1 <= shards <= 256`.
-pub fn mount_sharded_with_limits(
+pub fn mount_sharded_with(
     shards: usize,
     config: mcpwire::server::Config,
-    entropy: Box<dyn mcpwire::Entropy + Send>,
+    mut entropy: Box<dyn mcpwire::Entropy + Send>,
     handler: Arc<dyn Handler>,
-    limits: Limits,
+    settings: &Settings,
 ) -> McpService {
-    let app = App::new(handler, limits);
+    let app = App::new(handler, settings, &mut *entropy);
     McpService::sharded(shards, config, entropy, move |service, event| {
         app.dispatch(service, event);
     })
-}
-
-fn answer(service: &McpService, handle: RequestHandle, result: Answer) {
-    service.with_server(|server, now| mcpwire::app::answer(server, now, handle, result));
 }
 
 #[cfg(test)]
@@ -516,7 +587,7 @@ mod tests {
                 async move { Ok(text_result("done")) }
             }
         });
-        let app = App::new(Arc::new(tools), Limits::new());
+        let app = App::new(Arc::new(tools), &Settings::new(), &mut mcpwire::OsEntropy);
         app.dispatch(&service, cancel);
         assert_eq!(lock(&app.calls).early_cancels(), 1);
         app.dispatch(&service, request);

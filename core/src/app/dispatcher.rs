@@ -12,13 +12,25 @@
 //! nothing and holds no lock; every table in it is bounded by its [`Limits`].
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::listen::{self, Change, Filter};
+use super::modern::{
+    CLIENT_CAPABILITIES, CacheHint, LOG_LEVEL, LogLevel, Method, Responder, Seal, Shape, discover,
+};
+use super::state::{StateError, StateKey};
 use super::{CallError, builtin_answer, client_answer, progress_params, progress_token};
 use crate::jsonrpc::{RawJson, RequestId};
-use crate::server::{Event, IncomingRequest, RequestHandle, SendError, Server, SessionId, Target};
+use crate::mirror;
+use crate::server::{
+    Era, Event, IncomingRequest, RequestHandle, SendError, Server, SessionId, Target,
+};
+
+/// The method of a log message (MODERN-21).
+const LOG_MESSAGE: &str = "notifications/message";
 
 /// How a running call learns that it was cancelled: the adapter's signal (a watch
 /// channel on tokio, an atomic flag on the blocking adapter). The dispatcher makes one
@@ -44,6 +56,13 @@ pub trait Describe {
     fn capabilities(&self) -> Value;
     /// `serverInfo`.
     fn server_info(&self) -> Value;
+    /// The caching hint of `method`'s complete results (MODERN-22): asked for
+    /// `server/discover` and the five list and read methods of the 2026-07-28 revision.
+    /// By default [`CacheHint::NONE`].
+    fn cache_hint(&self, method: &str) -> CacheHint {
+        let _ = method;
+        CacheHint::NONE
+    }
 }
 
 /// The bounds of a [`Dispatcher`]'s tables.
@@ -52,16 +71,21 @@ pub struct Limits {
     calls: usize,
     early_cancels: usize,
     requests: usize,
+    listens: usize,
+    listen_uris: usize,
 }
 
 impl Limits {
     /// The defaults: 16,384 calls in flight, 64 early cancels, 16,384 server→client
-    /// requests awaiting their response.
+    /// requests awaiting their response, 4,096 open `subscriptions/listen` streams of
+    /// at most 256 resources each.
     pub const fn new() -> Self {
         Self {
             calls: 16_384,
             early_cancels: 64,
             requests: 16_384,
+            listens: 4_096,
+            listen_uris: 256,
         }
     }
 
@@ -89,6 +113,32 @@ impl Limits {
     pub const fn with_max_requests(mut self, requests: usize) -> Self {
         self.requests = requests;
         self
+    }
+
+    /// The most open `subscriptions/listen` streams (MODERN-13); one more is answered
+    /// -32603 ([`CallError::busy`]).
+    #[must_use]
+    pub const fn with_max_listens(mut self, listens: usize) -> Self {
+        self.listens = listens;
+        self
+    }
+
+    /// The most resources one listen may subscribe to (`resourceSubscriptions`); more
+    /// is -32602.
+    #[must_use]
+    pub const fn with_max_listen_resources(mut self, uris: usize) -> Self {
+        self.listen_uris = uris;
+        self
+    }
+
+    /// See [`with_max_listens`](Self::with_max_listens).
+    pub const fn max_listens(&self) -> usize {
+        self.listens
+    }
+
+    /// See [`with_max_listen_resources`](Self::with_max_listen_resources).
+    pub const fn max_listen_resources(&self) -> usize {
+        self.listen_uris
     }
 
     /// See [`with_max_calls`](Self::with_max_calls).
@@ -119,11 +169,73 @@ impl Default for Limits {
 pub enum Step<C> {
     /// Nothing more.
     Done,
-    /// Answer this request with this ([`answer`](super::answer)): a builtin answer
-    /// (`initialize`, `ping`), or a refusal. Its call was never started.
-    Answer(RequestHandle, Result<Value, CallError>),
+    /// [`apply`](Act::apply) this to the server: an answer the layer gives itself
+    /// (`initialize`, `ping`, `server/discover`, a refusal; no call was started), or a
+    /// listen's acknowledgement.
+    Act(Act),
     /// Run the handler for this call, then [`finish`](Dispatcher::finish) it.
     Run(Start<C>),
+}
+
+/// Messages the layer sends on its own, for the adapter to hand to the server under its
+/// lock ([`apply`](Self::apply)).
+#[derive(Debug, Default)]
+#[must_use]
+pub struct Act(Vec<Deed>);
+
+#[derive(Debug)]
+enum Deed {
+    Answer(Responder, Result<Value, CallError>),
+    Discover(Responder, Value),
+    Notify {
+        request: RequestHandle,
+        method: &'static str,
+        params: Value,
+    },
+}
+
+impl Act {
+    fn one(deed: Deed) -> Self {
+        Self(vec![deed])
+    }
+
+    /// Whether there is nothing to send.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Sends it. A message for a request no longer open is dropped, as the core drops
+    /// it.
+    pub fn apply(self, server: &mut Server, now: Instant) {
+        for deed in self.0 {
+            match deed {
+                Deed::Answer(responder, result) => responder.answer(server, now, result),
+                Deed::Discover(responder, capabilities) => {
+                    let result = discover(server, capabilities);
+                    responder.answer(server, now, Ok(result));
+                }
+                Deed::Notify {
+                    request,
+                    method,
+                    params,
+                } => {
+                    let text = params.to_string();
+                    if let Ok(raw) = RawJson::new(&text) {
+                        let _ = server.notify(now, Target::Request(request), method, Some(&raw));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a 2026-07-28 call needs beyond its request, fixed when it starts.
+#[derive(Debug)]
+struct Modern {
+    method: Method,
+    cache: CacheHint,
+    server_info: Arc<Value>,
+    key: Arc<StateKey>,
 }
 
 /// A call to start: its request and its cancel signal (fired already if the cancel came
@@ -132,6 +244,7 @@ pub enum Step<C> {
 pub struct Start<C> {
     request: IncomingRequest,
     cancel: C,
+    modern: Option<Box<Modern>>,
 }
 
 impl<C> Start<C> {
@@ -141,22 +254,99 @@ impl<C> Start<C> {
     }
 
     /// The call, with its params parsed (done here rather than in
-    /// [`handle_event`](Dispatcher::handle_event), so outside the adapter's lock), and
-    /// its cancel signal.
-    pub fn into_parts(self) -> (CallInfo, C) {
-        let params = self
+    /// [`handle_event`](Dispatcher::handle_event), so outside the adapter's lock), its
+    /// cancel signal, and how to answer it.
+    ///
+    /// # Errors
+    /// A 2026-07-28 request the layer refuses before any handler sees it, with how to
+    /// answer it: an invalid `logLevel` (-32602, MODERN-21), or a `requestState` this
+    /// server did not hand out for this request (-32602, MODERN-23). The adapter answers
+    /// it as a finished call ([`Dispatcher::finish`], then the [`Responder`]).
+    pub fn begin(self) -> Result<(CallInfo, C, Responder), (Responder, CallError)> {
+        let handle = self.request.handle();
+        let mut params: Option<Value> = self
             .request
             .message()
             .payload()
             .and_then(|p| serde_json::from_str(p.as_str()).ok());
-        let info = CallInfo {
-            handle: self.request.handle(),
+        let method = self.request.method();
+        let mut info = CallInfo {
+            handle,
             session: self.request.session(),
-            method: self.request.method().to_owned(),
-            params,
+            method: method.to_owned(),
+            params: None,
+            logs: Logs::Open,
+            state: None,
         };
-        (info, self.cancel)
+        let Some(modern) = self.modern else {
+            info.params = params;
+            return Ok((info, self.cancel, Responder::plain(handle)));
+        };
+        let name = mirror::name_member(method)
+            .and_then(|member| params.as_ref()?.get(member)?.as_str())
+            .unwrap_or_default();
+        let seal = modern.method.is_round_trip().then(|| Seal {
+            key: Arc::clone(&modern.key),
+            method: method.into(),
+            name: name.into(),
+        });
+        let opened = match (&seal, params.as_ref().and_then(|p| p.get("requestState"))) {
+            (_, None) => Ok(None),
+            (Some(seal), Some(Value::String(sealed))) => {
+                seal.key.open(&seal.method, &seal.name, sealed).map(Some)
+            }
+            (None, Some(_)) => Ok(None),
+            (Some(_), Some(_)) => Err(StateError::NotText),
+        };
+        let retried = params
+            .as_ref()
+            .is_some_and(|p| p.get("requestState").is_some() || p.get("inputResponses").is_some());
+        let shape = Shape {
+            method: modern.method,
+            cache: if retried {
+                CacheHint::NONE
+            } else {
+                modern.cache
+            },
+            server_info: modern.server_info,
+            seal,
+        };
+        let responder = Responder::modern(handle, shape);
+        let state = match opened {
+            Ok(state) => state,
+            Err(e) => return Err((responder, CallError::invalid_params(e.to_string()))),
+        };
+        if let (Some(state), Some(p)) = (&state, params.as_mut()) {
+            p["requestState"] = Value::from(state.as_str());
+        }
+        let level = params.as_ref().and_then(|p| p.get("_meta")?.get(LOG_LEVEL));
+        info.logs = match level {
+            None => Logs::Closed,
+            Some(level) => match level.as_str().and_then(LogLevel::parse) {
+                Some(level) => Logs::AtLeast(level),
+                None => {
+                    let e = CallError::invalid_params(format!(
+                        "_meta[\"{LOG_LEVEL}\"] is not a log level"
+                    ));
+                    return Err((responder, e));
+                }
+            },
+        };
+        info.params = params;
+        info.state = state;
+        Ok((info, self.cancel, responder))
     }
+}
+
+/// Which `notifications/message` a call may send (MODERN-21).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Logs {
+    /// Every one: the session eras, where `logging/setLevel` governs.
+    Open,
+    /// None: a 2026-07-28 request without `logLevel`.
+    Closed,
+    /// At this level or above.
+    AtLeast(LogLevel),
 }
 
 /// What a handler knows of its request, and how it speaks on that request's stream:
@@ -167,6 +357,8 @@ pub struct CallInfo {
     session: Option<SessionId>,
     method: String,
     params: Option<Value>,
+    logs: Logs,
+    state: Option<String>,
 }
 
 impl CallInfo {
@@ -180,7 +372,8 @@ impl CallInfo {
         &self.method
     }
 
-    /// The params, if any (and if they are JSON).
+    /// The params, if any (and if they are JSON). On a retried 2026-07-28 request,
+    /// `requestState` is already opened: the handler's own text.
     pub fn params(&self) -> Option<&Value> {
         self.params.as_ref()
     }
@@ -195,7 +388,41 @@ impl CallInfo {
         progress_token(self.params.as_ref())
     }
 
-    /// Sends a notification related to this request, on its stream (HTTP-POST-9).
+    /// The client's capabilities, from a 2026-07-28 request's `_meta` (MODERN-3):
+    /// before a handler asks for input (`elicitation`, `sampling`, `roots`), it checks
+    /// the client declared it (MODERN-23), or answers
+    /// [`CallError::missing_capability`]. `None` in the session eras.
+    pub fn client_capabilities(&self) -> Option<&Value> {
+        if self.logs == Logs::Open {
+            return None;
+        }
+        self.params.as_ref()?.get("_meta")?.get(CLIENT_CAPABILITIES)
+    }
+
+    /// Whether the client declared the capability `name` (`"sampling"`, …) in a
+    /// 2026-07-28 request.
+    pub fn client_supports(&self, name: &str) -> bool {
+        self.client_capabilities()
+            .and_then(|c| c.get(name))
+            .is_some_and(|c| !c.is_null())
+    }
+
+    /// The answers to an earlier `input_required` ([`input_required`](super::input_required)),
+    /// keyed as it asked: `params.inputResponses` of a retried request (MODERN-23).
+    pub fn input_responses(&self) -> Option<&Value> {
+        self.params.as_ref()?.get("inputResponses")
+    }
+
+    /// The `requestState` the handler handed out with its `input_required`, opened and
+    /// verified: only ever a state this server sealed for this method and name.
+    pub fn request_state(&self) -> Option<&str> {
+        self.state.as_deref()
+    }
+
+    /// Sends a notification related to this request, on its stream (HTTP-POST-9). A
+    /// `notifications/message` of a 2026-07-28 request is sent only at or above the
+    /// request's `logLevel`, and never without one (MODERN-21): below it, this does
+    /// nothing.
     ///
     /// # Errors
     /// [`SendError`] from the core (the request is no longer open, …).
@@ -206,11 +433,27 @@ impl CallInfo {
         method: &str,
         params: &Value,
     ) -> Result<(), SendError> {
+        if method == LOG_MESSAGE && !self.logs_at(params) {
+            return Ok(());
+        }
         let params = params.to_string();
         let raw = RawJson::new(&params).map_err(|_| SendError::NoStream)?;
         server
             .notify(now, Target::Request(self.handle), method, Some(&raw))
             .map(|_| ())
+    }
+
+    /// Whether a `notifications/message` with these params passes the request's gate.
+    fn logs_at(&self, params: &Value) -> bool {
+        match self.logs {
+            Logs::Open => true,
+            Logs::Closed => false,
+            Logs::AtLeast(least) => params
+                .get("level")
+                .and_then(Value::as_str)
+                .and_then(LogLevel::parse)
+                .is_some_and(|level| level >= least),
+        }
     }
 
     /// Sends [`PROGRESS`](super::PROGRESS) if the client gave a progress token; a no-op
@@ -275,17 +518,80 @@ pub struct Dispatcher<C, W> {
     /// Cancels handled before their request, oldest first.
     early: VecDeque<RequestHandle>,
     requests: HashMap<(SessionId, RequestId), Waiting<W>>,
+    /// The open `subscriptions/listen` streams.
+    listens: HashMap<RequestHandle, Listen>,
+    key: Arc<StateKey>,
+    /// `serverInfo`, asked of the application once.
+    server_info: Option<Arc<Value>>,
+}
+
+/// One open `subscriptions/listen`.
+#[derive(Debug)]
+struct Listen {
+    /// Its subscription id: the request's id.
+    id: Value,
+    filter: Filter,
+    responder: Responder,
+}
+
+/// How an application layer is set up: its [`Limits`], and the key that seals
+/// `requestState` (MODERN-23).
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    limits: Limits,
+    state_key: Option<StateKey>,
+}
+
+impl Settings {
+    /// The defaults: [`Limits::new`], a key drawn when the layer starts.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The bounds of the layer's tables.
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The key that seals `requestState`. Every server a client's retry may reach must
+    /// hold the same one; without it each layer draws its own from the entropy it is
+    /// given, so a retry must come back to the same process.
+    #[must_use]
+    pub fn with_state_key(mut self, key: StateKey) -> Self {
+        self.state_key = Some(key);
+        self
+    }
+
+    /// See [`with_limits`](Self::with_limits).
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
 }
 
 impl<C: Cancel, W: Reply> Dispatcher<C, W> {
-    /// An empty dispatcher.
-    pub fn new(limits: Limits) -> Self {
+    /// An empty dispatcher; its state key is the configured one, else drawn from
+    /// `entropy`.
+    pub fn new(settings: &Settings, entropy: &mut dyn crate::Entropy) -> Self {
+        let key = match &settings.state_key {
+            Some(key) => key.clone(),
+            None => StateKey::from_entropy(entropy),
+        };
         Self {
-            limits,
+            limits: settings.limits,
             calls: HashMap::new(),
             early: VecDeque::new(),
             requests: HashMap::new(),
+            listens: HashMap::new(),
+            key: Arc::new(key),
+            server_info: None,
         }
+    }
+
+    /// The open `subscriptions/listen` streams.
+    pub fn listens(&self) -> usize {
+        self.listens.len()
     }
 
     /// Its bounds.
@@ -348,18 +654,62 @@ impl<C: Cancel, W: Reply> Dispatcher<C, W> {
     /// A request comes: answered here, or started.
     fn start(&mut self, request: IncomingRequest, describe: &dyn Describe) -> Step<C> {
         let handle = request.handle();
-        let builtin = builtin_answer(
-            &request,
-            || describe.capabilities(),
-            || describe.server_info(),
-        );
-        if let Some(result) = builtin {
-            return Step::Answer(handle, Ok(result));
+        let modern = request.era() == Era::Sessionless;
+        if !modern {
+            let builtin = builtin_answer(
+                &request,
+                || describe.capabilities(),
+                || describe.server_info(),
+            );
+            if let Some(result) = builtin {
+                return Step::Act(Act::one(Deed::Answer(Responder::plain(handle), Ok(result))));
+            }
         }
         let early = self.early.iter().position(|h| *h == handle);
         let cancelled = early.and_then(|at| self.early.remove(at)).is_some();
+        let modern = modern.then(|| {
+            let method = request.method();
+            let server_info = Arc::clone(
+                self.server_info
+                    .get_or_insert_with(|| Arc::new(describe.server_info())),
+            );
+            let kind = Method::of(method);
+            Box::new(Modern {
+                method: kind,
+                cache: if kind.is_cacheable() {
+                    describe.cache_hint(method)
+                } else {
+                    CacheHint::NONE
+                },
+                server_info,
+                key: Arc::clone(&self.key),
+            })
+        });
+        if let Some(m) = &modern {
+            let shape = || Shape {
+                method: m.method,
+                cache: m.cache,
+                server_info: Arc::clone(&m.server_info),
+                seal: None,
+            };
+            match request.method() {
+                "server/discover" => {
+                    let responder = Responder::modern(handle, shape());
+                    return Step::Act(Act::one(Deed::Discover(responder, describe.capabilities())));
+                }
+                "subscriptions/listen" if cancelled => return Step::Done,
+                "subscriptions/listen" => {
+                    let responder = Responder::modern(handle, shape());
+                    return Step::Act(self.listen(&request, responder, describe));
+                }
+                _ => {}
+            }
+        }
         if self.calls.len() >= self.limits.calls {
-            return Step::Answer(handle, Err(CallError::busy()));
+            return Step::Act(Act::one(Deed::Answer(
+                Responder::plain(handle),
+                Err(CallError::busy()),
+            )));
         }
         let cancel = C::default();
         if cancelled {
@@ -372,11 +722,86 @@ impl<C: Cancel, W: Reply> Dispatcher<C, W> {
             requests: 0,
         };
         self.calls.insert(handle, flight);
-        Step::Run(Start { request, cancel })
+        Step::Run(Start {
+            request,
+            cancel,
+            modern,
+        })
+    }
+
+    /// A `subscriptions/listen` comes (MODERN-13): kept, and acknowledged on its stream
+    /// with the filter the server honours; refused when its filter is invalid or
+    /// [`Limits::max_listens`] are open.
+    fn listen(
+        &mut self,
+        request: &IncomingRequest,
+        responder: Responder,
+        describe: &dyn Describe,
+    ) -> Act {
+        if self.listens.len() >= self.limits.listens {
+            return Act::one(Deed::Answer(responder, Err(CallError::busy())));
+        }
+        let params: Option<Value> = request
+            .message()
+            .payload()
+            .and_then(|p| serde_json::from_str(p.as_str()).ok());
+        let filter = match Filter::honoured(
+            params.as_ref(),
+            &describe.capabilities(),
+            self.limits.listen_uris,
+        ) {
+            Ok(filter) => filter,
+            Err(e) => return Act::one(Deed::Answer(responder, Err(e))),
+        };
+        let id = listen::subscription_id(request.id());
+        let ack = listen::acknowledgement(&id, &filter);
+        let handle = request.handle();
+        self.listens.insert(
+            handle,
+            Listen {
+                id,
+                filter,
+                responder,
+            },
+        );
+        Act::one(Deed::Notify {
+            request: handle,
+            method: listen::ACKNOWLEDGED,
+            params: ack,
+        })
+    }
+
+    /// The application announces a change: the notification for every open listen that
+    /// asked for it, tagged with its subscription id (MODERN-13).
+    pub fn changed(&self, change: &Change) -> Act {
+        let method = change.method();
+        Act(self
+            .listens
+            .iter()
+            .filter(|(_, l)| l.filter.wants(change))
+            .map(|(request, l)| Deed::Notify {
+                request: *request,
+                method,
+                params: change.params(&l.id),
+            })
+            .collect())
+    }
+
+    /// Ends every open listen gracefully, with its result (MODERN-13): for a server
+    /// that stops, before it closes its connections.
+    pub fn end_listens(&mut self) -> Act {
+        Act(self
+            .listens
+            .drain()
+            .map(|(_, l)| Deed::Answer(l.responder, Ok(listen::ended(&l.id))))
+            .collect())
     }
 
     /// A cancel comes: fires its call's signal, or remembers it for a call not started.
     fn cancel(&mut self, request: RequestHandle) {
+        if self.listens.remove(&request).is_some() {
+            return;
+        }
         if let Some(flight) = self.calls.get_mut(&request) {
             flight.cancelled = true;
             flight.cancel.cancel();
@@ -437,9 +862,12 @@ impl<C: Cancel, W: Reply> Dispatcher<C, W> {
                 "cannot send {method}: the call is over"
             )));
         };
-        let session = flight
-            .session
-            .ok_or_else(|| CallError::internal("server requests need a session"))?;
+        let session = flight.session.ok_or_else(|| {
+            CallError::internal(format!(
+                "cannot send {method}: requests to the client need a session; the \
+                 2026-07-28 revision asks with an input_required result (MODERN-10)"
+            ))
+        })?;
         let text = ask.params.to_string();
         let raw = RawJson::new(&text).map_err(|_| CallError::internal("params are not JSON"))?;
         if self.requests.len() >= self.limits.requests {
@@ -511,9 +939,80 @@ mod tests {
         now: Instant,
         app: Dispatcher<Flag, Slot>,
         session: Option<String>,
+        /// How to answer each started call.
+        responders: HashMap<RequestHandle, Responder>,
     }
 
+    const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}"#;
+
     impl Rig {
+        /// A rig serving every era, with no session: for 2026-07-28 requests.
+        fn modern(limits: Limits) -> Self {
+            let settings = Settings::new().with_limits(limits);
+            Self {
+                server: Server::new(
+                    Config::new().with_eras(crate::server::Eras::ALL),
+                    Box::new(|dst: &mut [u8]| dst.fill(3)),
+                ),
+                now: Instant::now(),
+                app: Dispatcher::new(&settings, &mut |dst: &mut [u8]| dst.fill(1)),
+                session: None,
+                responders: HashMap::new(),
+            }
+        }
+
+        /// POSTs a 2026-07-28 request: `params` are members before `_meta`, which
+        /// gets `meta_extra` members after the protocol keys.
+        fn post_modern(
+            &mut self,
+            id: &str,
+            method: &str,
+            name: Option<&str>,
+            params: &str,
+            meta_extra: &str,
+        ) -> (ExchangeId, Vec<Event>) {
+            let mut b = http::Request::builder()
+                .method("POST")
+                .uri("/mcp")
+                .header("host", "127.0.0.1:8080")
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", method);
+            if let Some(name) = name {
+                b = b.header("mcp-name", name);
+            }
+            let head = b.body(()).unwrap().into_parts().0;
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params}{META}{meta_extra}}}}}"#
+            );
+            let x = self.server.handle_head(self.now, head);
+            self.server
+                .handle_body(self.now, x, Bytes::copy_from_slice(body.as_bytes()));
+            self.server.handle_body_end(self.now, x);
+            (x, self.events())
+        }
+
+        /// Posts a 2026-07-28 `tools/call` of tool `t` and starts it.
+        fn modern_call(
+            &mut self,
+            id: u32,
+            params: &str,
+            meta_extra: &str,
+        ) -> (ExchangeId, CallInfo) {
+            let params = format!(r#""name":"t",{params}"#);
+            let (x, mut events) = self.post_modern(
+                &id.to_string(),
+                "tools/call",
+                Some("t"),
+                &params,
+                meta_extra,
+            );
+            assert_eq!(events.len(), 1, "{events:?}");
+            let (call, _) = self.run(events.remove(0));
+            (x, call)
+        }
+
         fn new(limits: Limits) -> Self {
             let mut n = 0u8;
             let entropy = Box::new(move |dst: &mut [u8]| {
@@ -522,11 +1021,13 @@ mod tests {
                     *b = n;
                 }
             });
+            let settings = Settings::new().with_limits(limits);
             let mut rig = Self {
                 server: Server::new(Config::new(), entropy),
                 now: Instant::now(),
-                app: Dispatcher::new(limits),
+                app: Dispatcher::new(&settings, &mut |dst: &mut [u8]| dst.fill(1)),
                 session: None,
+                responders: HashMap::new(),
             };
             rig.initialize();
             rig
@@ -610,12 +1111,12 @@ mod tests {
                 .collect()
         }
 
-        /// Feeds `event` to the dispatcher, answering a [`Step::Answer`] as the
-        /// adapters do; returns any other step.
+        /// Feeds `event` to the dispatcher, applying a [`Step::Act`] as the adapters
+        /// do; returns any other step.
         fn dispatch(&mut self, event: Event) -> Step<Flag> {
             match self.app.handle_event(event, &Info) {
-                Step::Answer(h, result) => {
-                    crate::app::answer(&mut self.server, self.now, h, result);
+                Step::Act(act) => {
+                    act.apply(&mut self.server, self.now);
                     Step::Done
                 }
                 step => step,
@@ -625,9 +1126,19 @@ mod tests {
         /// Feeds `event`, which must start a call.
         fn run(&mut self, event: Event) -> (CallInfo, Flag) {
             match self.dispatch(event) {
-                Step::Run(start) => start.into_parts(),
+                Step::Run(start) => {
+                    let (info, flag, responder) = start.begin().expect("begins");
+                    self.responders.insert(info.handle(), responder);
+                    (info, flag)
+                }
                 other => panic!("not started: {other:?}"),
             }
+        }
+
+        /// Answers a started call as the adapters do once it finished.
+        fn answer(&mut self, call: RequestHandle, result: Result<Value, CallError>) {
+            let responder = self.responders.remove(&call).expect("a started call");
+            responder.answer(&mut self.server, self.now, result);
         }
 
         fn initialize(&mut self) {
@@ -708,12 +1219,7 @@ mod tests {
         call.progress(&mut rig.server, rig.now, 1.0, Some(2.0))
             .unwrap();
         assert!(rig.app.finish(call.handle()), "a live call is answered");
-        crate::app::answer(
-            &mut rig.server,
-            rig.now,
-            call.handle(),
-            Ok(json!({"ok": 1})),
-        );
+        rig.answer(call.handle(), Ok(json!({"ok": 1})));
         let messages = rig.messages(x);
         assert_eq!(messages[0]["method"], "notifications/progress");
         assert_eq!(
@@ -887,5 +1393,235 @@ mod tests {
         assert_eq!(rig.app.pending_requests(), 0);
         let (over, _) = rig.ask(&call, None);
         assert!(over.unwrap_err().message.contains("the call is over"));
+    }
+
+    #[test]
+    fn modern_14_modern_19_server_discover_is_answered_by_the_layer() {
+        let mut rig = Rig::modern(Limits::new());
+        let (x, events) = rig.post_modern("1", "server/discover", None, "", "}");
+        for e in events {
+            assert!(matches!(rig.dispatch(e), Step::Done));
+        }
+        let result = &rig.messages(x)[0]["result"];
+        assert_eq!(result["resultType"], "complete");
+        assert_eq!(
+            result["supportedVersions"][0], "2026-07-28",
+            "every revision served, the sessionless one first: {result}"
+        );
+        assert!(result["supportedVersions"].as_array().unwrap().len() > 1);
+        assert_eq!(result["capabilities"], json!({"tools": {}}));
+        assert_eq!(
+            (result["ttlMs"].clone(), result["cacheScope"].clone()),
+            (json!(0), json!("private"))
+        );
+        assert_eq!(
+            result["_meta"][crate::app::SERVER_INFO],
+            json!({"name": "test", "version": "1"})
+        );
+        assert_eq!(rig.app.calls(), 0);
+    }
+
+    #[test]
+    fn modern_18_modern_3_a_handlers_result_is_completed_for_the_revision() {
+        let mut rig = Rig::modern(Limits::new());
+        let (x, call) = rig.modern_call(2, r#""arguments":{},"#, "}");
+        assert!(call.session().is_none());
+        assert_eq!(call.client_capabilities(), Some(&json!({"sampling": {}})));
+        assert!(call.client_supports("sampling") && !call.client_supports("elicitation"));
+        assert!(rig.app.finish(call.handle()));
+        rig.answer(call.handle(), Ok(json!({"content": []})));
+        let result = &rig.messages(x)[0]["result"];
+        assert_eq!(result["resultType"], "complete");
+        assert_eq!(result["_meta"][crate::app::SERVER_INFO]["name"], "test");
+        assert!(result.get("ttlMs").is_none(), "tools/call is not cacheable");
+    }
+
+    #[test]
+    fn modern_21_log_messages_pass_only_at_or_above_the_requests_log_level() {
+        let mut rig = Rig::modern(Limits::new());
+        let message = |level: &str| json!({"level": level, "data": level});
+        // No logLevel: nothing.
+        let (x, call) = rig.modern_call(3, "", "}");
+        call.notify(&mut rig.server, rig.now, LOG_MESSAGE, &message("emergency"))
+            .unwrap();
+        assert!(rig.app.finish(call.handle()));
+        rig.answer(call.handle(), Ok(json!({})));
+        let sent = rig.messages(x);
+        assert_eq!(sent.len(), 1, "only the result: {sent:?}");
+        // logLevel warning: warning and above.
+        let (x, call) = rig.modern_call(4, "", r#","io.modelcontextprotocol/logLevel":"warning"}"#);
+        for level in ["debug", "info", "warning", "error"] {
+            call.notify(&mut rig.server, rig.now, LOG_MESSAGE, &message(level))
+                .unwrap();
+        }
+        assert!(rig.app.finish(call.handle()));
+        rig.answer(call.handle(), Ok(json!({})));
+        let levels: Vec<Value> = rig
+            .messages(x)
+            .iter()
+            .filter(|m| m["method"] == LOG_MESSAGE)
+            .map(|m| m["params"]["level"].clone())
+            .collect();
+        assert_eq!(levels, [json!("warning"), json!("error")]);
+    }
+
+    #[test]
+    fn modern_21_an_invalid_log_level_is_refused_before_the_handler() {
+        let mut rig = Rig::modern(Limits::new());
+        let (x, mut events) = rig.post_modern(
+            "5",
+            "tools/call",
+            Some("t"),
+            r#""name":"t","#,
+            r#","io.modelcontextprotocol/logLevel":"loud"}"#,
+        );
+        let Step::Run(start) = rig.dispatch(events.remove(0)) else {
+            panic!("a call");
+        };
+        let (responder, e) = start.begin().unwrap_err();
+        assert_eq!(e.code, crate::jsonrpc::ErrorCode::INVALID_PARAMS);
+        assert!(rig.app.finish(responder.handle()));
+        responder.answer(&mut rig.server, rig.now, Err(e));
+        assert_eq!(rig.messages(x)[0]["error"]["code"], -32602);
+    }
+
+    #[test]
+    fn modern_23_request_state_round_trips_sealed_and_a_tampered_one_is_refused() {
+        let mut rig = Rig::modern(Limits::new());
+        let (x, call) = rig.modern_call(6, "", "}");
+        assert!(rig.app.finish(call.handle()));
+        let asked =
+            crate::app::input_required(json!({"q": crate::app::roots_request()}), Some("round=1"));
+        rig.answer(call.handle(), Ok(asked));
+        let result = rig.messages(x)[0]["result"].clone();
+        assert_eq!(result["resultType"], "input_required");
+        let sealed = result["requestState"].as_str().unwrap().to_owned();
+        assert_ne!(sealed, "round=1", "the client sees it sealed");
+        // The retry: the handler reads its own text.
+        let retry =
+            format!(r#""requestState":"{sealed}","inputResponses":{{"q":{{"roots":[]}}}},"#);
+        let (_, call) = rig.modern_call(7, &retry, "}");
+        assert_eq!(call.request_state(), Some("round=1"));
+        assert_eq!(call.params().unwrap()["requestState"], "round=1");
+        assert_eq!(call.input_responses(), Some(&json!({"q": {"roots": []}})));
+        assert!(rig.app.finish(call.handle()));
+        // A tampered state never reaches a handler.
+        let tampered = format!(r#""requestState":"{sealed}-TAMPERED","#);
+        let params = format!(r#""name":"t",{tampered}"#);
+        let (x, mut events) = rig.post_modern("8", "tools/call", Some("t"), &params, "}");
+        let Step::Run(start) = rig.dispatch(events.remove(0)) else {
+            panic!("a call");
+        };
+        let (responder, e) = start.begin().unwrap_err();
+        assert!(e.message.contains("requestState"), "{}", e.message);
+        assert!(rig.app.finish(responder.handle()));
+        responder.answer(&mut rig.server, rig.now, Err(e));
+        assert_eq!(rig.messages(x)[0]["error"]["code"], -32602);
+    }
+
+    #[test]
+    fn modern_10_a_modern_call_cannot_send_a_request_to_the_client() {
+        let mut rig = Rig::modern(Limits::new());
+        let (_, call) = rig.modern_call(9, "", "}");
+        let (sent, _) = rig.ask(&call, None);
+        assert!(sent.unwrap_err().message.contains("input_required"));
+    }
+
+    /// Posts a listen with `filter` and returns its exchange after dispatching it.
+    fn listen(rig: &mut Rig, id: &str, filter: &str) -> ExchangeId {
+        let params = format!(r#""notifications":{filter},"#);
+        let (x, events) = rig.post_modern(id, "subscriptions/listen", None, &params, "}");
+        for e in events {
+            assert!(matches!(rig.dispatch(e), Step::Done));
+        }
+        x
+    }
+
+    struct Listening;
+
+    impl Describe for Listening {
+        fn capabilities(&self) -> Value {
+            json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true}})
+        }
+        fn server_info(&self) -> Value {
+            json!({"name": "test", "version": "1"})
+        }
+    }
+
+    #[test]
+    fn modern_13_listen_is_acknowledged_and_hears_only_what_it_asked_for() {
+        let mut rig = Rig::modern(Limits::new());
+        let post = |rig: &mut Rig, id: &str, filter: &str| {
+            let params = format!(r#""notifications":{filter},"#);
+            let (x, events) = rig.post_modern(id, "subscriptions/listen", None, &params, "}");
+            for e in events {
+                match rig.app.handle_event(e, &Listening) {
+                    Step::Act(act) => act.apply(&mut rig.server, rig.now),
+                    other => panic!("{other:?}"),
+                }
+            }
+            x
+        };
+        let tools = post(&mut rig, r#""listen:0""#, r#"{"toolsListChanged":true}"#);
+        let prompts = post(
+            &mut rig,
+            "17",
+            r#"{"promptsListChanged":true,"resourcesListChanged":true}"#,
+        );
+        assert_eq!(rig.app.listens(), 2);
+        let ack = &rig.messages(tools)[0];
+        assert_eq!(ack["method"], crate::app::ACKNOWLEDGED);
+        assert_eq!(
+            ack["params"],
+            json!({"_meta": {crate::app::SUBSCRIPTION_ID: "listen:0"}, "notifications": {"toolsListChanged": true}})
+        );
+        let ack = &rig.messages(prompts)[0];
+        assert_eq!(
+            ack["params"]["notifications"],
+            json!({"promptsListChanged": true}),
+            "resources.listChanged is not offered"
+        );
+        assert_eq!(ack["params"]["_meta"][crate::app::SUBSCRIPTION_ID], 17);
+        rig.app
+            .changed(&Change::Tools)
+            .apply(&mut rig.server, rig.now);
+        let heard = rig.messages(tools);
+        assert_eq!(heard.len(), 1);
+        assert_eq!(heard[0]["method"], "notifications/tools/list_changed");
+        assert_eq!(
+            heard[0]["params"]["_meta"][crate::app::SUBSCRIPTION_ID],
+            "listen:0"
+        );
+        assert!(
+            rig.messages(prompts).is_empty(),
+            "MODERN-13: the filter is honoured"
+        );
+        // The graceful end is the listen's result.
+        rig.app.end_listens().apply(&mut rig.server, rig.now);
+        let end = &rig.messages(tools)[0];
+        assert_eq!(end["id"], "listen:0");
+        assert_eq!(
+            end["result"]["_meta"][crate::app::SUBSCRIPTION_ID],
+            "listen:0"
+        );
+        assert_eq!(end["result"]["resultType"], "complete");
+        assert_eq!(rig.app.listens(), 0);
+    }
+
+    #[test]
+    fn modern_11_a_closed_listen_stream_is_forgotten_and_listens_are_bounded() {
+        let mut rig = Rig::modern(Limits::new().with_max_listens(1));
+        let first = listen(&mut rig, "1", r#"{"toolsListChanged":true}"#);
+        assert_eq!(rig.app.listens(), 1);
+        let second = listen(&mut rig, "2", r#"{"toolsListChanged":true}"#);
+        assert_eq!(rig.messages(second)[0]["error"]["code"], -32603, "busy");
+        rig.server.handle_disconnect(rig.now, first);
+        for e in rig.events() {
+            assert!(matches!(rig.dispatch(e), Step::Done));
+        }
+        assert_eq!(rig.app.listens(), 0);
+        assert!(rig.app.changed(&Change::Tools).is_empty());
+        let bad = listen(&mut rig, "3", "true");
+        assert_eq!(rig.messages(bad)[0]["error"]["code"], -32602);
     }
 }

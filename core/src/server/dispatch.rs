@@ -126,6 +126,12 @@ impl Server {
         all
     }
 
+    /// Every revision this endpoint serves, as `server/discover` lists them (MODERN-19) and
+    /// -32022 names them (MODERN-5).
+    pub fn supported_versions(&self) -> Vec<ProtocolVersion> {
+        self.supported()
+    }
+
     /// A POST to the legacy messages path: 202 once parsed; everything the server
     /// answers goes on the session's stream (LEGACY-3, LEGACY-4).
     pub(super) fn legacy_post(&mut self, now: Instant, x: ExchangeId, s: SessionId, body: Bytes) {

@@ -73,6 +73,12 @@ impl RequestHandle {
     pub const fn get(self) -> u64 {
         self.0
     }
+
+    /// A handle of this number, for the crate's tests outside the server.
+    #[cfg(test)]
+    pub(crate) const fn from_raw(n: u64) -> Self {
+        Self(n)
+    }
 }
 
 /// The address of the peer that sent a request, for
