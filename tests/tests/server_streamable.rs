@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mcpwire::jsonrpc::{ErrorCode, RawJson, RequestId};
 use mcpwire::server::{
-    Allow, CloseReason, Config, Delivery, Event, Refusal, ResponseMode, SendError, SessionId,
+    Allow, CloseReason, Config, Delivery, Eras, Event, Refusal, ResponseMode, SendError, SessionId,
     SessionMode, Target,
 };
 use mcpwire_tests::server::{ACCEPT_BOTH, Harness};
@@ -959,7 +959,8 @@ fn modern_post(
 
 #[test]
 fn modern_5_a_2026_07_28_post_is_told_the_supported_versions_with_its_id_and_revision() {
-    let mut h = Harness::new(Config::new());
+    // A server of the session era alone (the default serves both).
+    let mut h = Harness::new(Config::new().with_eras(Eras::SESSIONS));
     let reply = modern_post(
         &mut h,
         &[
@@ -979,7 +980,7 @@ fn modern_5_a_2026_07_28_post_is_told_the_supported_versions_with_its_id_and_rev
 
 #[test]
 fn modern_4_modern_20_a_2026_07_28_post_gets_the_error_of_its_first_fault() {
-    let mut h = Harness::new(Config::new());
+    let mut h = Harness::new(Config::new().with_eras(Eras::SESSIONS));
     let all = [
         ("mcp-protocol-version", "2026-07-28"),
         ("mcp-method", "tools/call"),

@@ -180,7 +180,7 @@ impl Config {
             get_stream: true,
             delete: true,
             legacy: None,
-            eras: Eras::SESSIONS,
+            eras: Eras::ALL,
             origins: Allow::Loopback,
             hosts: Allow::Loopback,
             max_body: 4 << 20,
@@ -215,12 +215,13 @@ impl Config {
         self
     }
 
-    /// The eras the endpoint serves. By default [`Eras::SESSIONS`]: a request of the
-    /// sessionless revision is then told, with -32022, which revisions are served, so a
-    /// dual-era client falls back to `initialize` (MODERN-15). With [`Eras::MODERN`] the
-    /// application answers such requests, `server/discover` among them (MODERN-14). With
-    /// [`Eras::MODERN`] alone, GET and DELETE get 405 and `Mcp-Session-Id` and
-    /// `Last-Event-ID` are ignored (MODERN-2).
+    /// The eras the endpoint serves. By default [`Eras::ALL`]: the session era and the
+    /// sessionless revision, decided per request (MODERN-25), the application answering
+    /// `server/discover` among the latter (MODERN-14; the [`app`](crate::app) layer
+    /// does). With [`Eras::SESSIONS`] alone a request of the sessionless revision is
+    /// told, with -32022, which revisions are served, so a dual-era client falls back to
+    /// `initialize` (MODERN-15). With [`Eras::MODERN`] alone, GET and DELETE get 405 and
+    /// `Mcp-Session-Id` and `Last-Event-ID` are ignored (MODERN-2).
     pub fn with_eras(mut self, eras: Eras) -> Self {
         self.eras = eras;
         self
