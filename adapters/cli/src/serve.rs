@@ -226,11 +226,6 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
                 .into(),
         ));
     }
-    if conformance && blocking {
-        return Err(BadUsage::Value(
-            "--conformance is served by the tokio adapter only: drop --blocking".into(),
-        ));
-    }
     let tls = match (tls_cert, tls_key) {
         (None, None) => None,
         (Some(cert), Some(key)) if !blocking => Some(tls_config(&cert, &key)?),
@@ -480,7 +475,7 @@ async fn run(options: Options) -> ExitCode {
     let addr = listener.local_addr().unwrap_or(options.addrs[0]);
     let path = options.config.endpoint().to_owned();
     let handler: Arc<dyn app::Handler> = if options.conformance {
-        Arc::new(crate::conformance::Conformance::new())
+        Arc::new(crate::conformance::on_tokio::Fixture(Arc::default()))
     } else {
         Arc::new(tools())
     };
@@ -548,7 +543,14 @@ fn run_blocking(options: Options) -> ExitCode {
         Err(e) => return cannot_listen(&options, &e),
     };
     let path = options.config.endpoint().to_owned();
-    let handler = Arc::new(LoggedBlocking(blocking_tools()));
+    let handler: Arc<dyn mcpwire_blocking::app::Handler> = if options.conformance {
+        Arc::new(crate::conformance::on_blocking::Fixture(
+            crate::conformance::Conformance,
+        ))
+    } else {
+        Arc::new(blocking_tools())
+    };
+    let handler = Arc::new(LoggedBlocking(handler));
     let handle = match serve(
         listener,
         options.config,
@@ -637,8 +639,8 @@ fn log(event: &Event) {
     }
 }
 
-/// The blocking tools, logged.
-struct LoggedBlocking(mcpwire_blocking::app::Tools);
+/// The served blocking handler, with one log line per session event.
+struct LoggedBlocking(Arc<dyn mcpwire_blocking::app::Handler>);
 
 impl mcpwire_blocking::app::Handler for LoggedBlocking {
     fn server_info(&self) -> serde_json::Value {
@@ -647,6 +649,10 @@ impl mcpwire_blocking::app::Handler for LoggedBlocking {
 
     fn capabilities(&self) -> serde_json::Value {
         self.0.capabilities()
+    }
+
+    fn cache_hint(&self, method: &str) -> mcpwire::app::CacheHint {
+        self.0.cache_hint(method)
     }
 
     fn observe(&self, event: &Event) {
@@ -671,6 +677,10 @@ impl app::Handler for Logged {
 
     fn capabilities(&self) -> serde_json::Value {
         self.0.capabilities()
+    }
+
+    fn cache_hint(&self, method: &str) -> mcpwire::app::CacheHint {
+        self.0.cache_hint(method)
     }
 
     fn observe(&self, event: &Event) {
