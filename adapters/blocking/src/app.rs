@@ -35,7 +35,7 @@ type Answer = Result<Value, CallError>;
 
 /// A call's cancel signal: the flag its [`Call`] reads.
 #[derive(Clone, Default)]
-struct CancelFlag(Arc<AtomicBool>);
+pub(crate) struct CancelFlag(Arc<AtomicBool>);
 
 impl mcpwire::app::Cancel for CancelFlag {
     fn cancel(&self) {
@@ -44,7 +44,7 @@ impl mcpwire::app::Cancel for CancelFlag {
 }
 
 /// Where a client's answer to a [`Call::request`] goes.
-struct ReplyTx(mpsc::Sender<Answer>);
+pub(crate) struct ReplyTx(mpsc::Sender<Answer>);
 
 impl mcpwire::app::Reply for ReplyTx {
     fn reply(self, answer: Answer) {
@@ -53,7 +53,7 @@ impl mcpwire::app::Reply for ReplyTx {
 }
 
 /// The layer's state, shared by the sink and the calls (see [`Dispatcher`]).
-type Calls = Arc<Mutex<Dispatcher<CancelFlag, ReplyTx>>>;
+pub(crate) type Calls = Arc<Mutex<Dispatcher<CancelFlag, ReplyTx>>>;
 
 /// One client request, for its handler.
 pub struct Call {
@@ -218,6 +218,12 @@ pub trait Handler: Send + Sync + 'static {
     fn cache_hint(&self, method: &str) -> CacheHint {
         let _ = method;
         CacheHint::NONE
+    }
+
+    /// Called once the server runs, with the handle through which the application
+    /// announces changes outside a call ([`AppHandle::changed`]). The default drops it.
+    fn started(&self, app: AppHandle) {
+        let _ = app;
     }
 
     /// Sees every event of the server before the layer acts on it (to log sessions, to
@@ -419,10 +425,50 @@ fn finish(calls: &Calls, driver: &Driver, responder: Responder, result: Answer) 
 }
 
 /// Hands what the layer sends on its own to the server.
-fn apply(driver: &Driver, act: Act) {
+fn apply(driver: &Driver, mut act: Act) {
     if !act.is_empty() {
         driver.with_server(|server, now| act.apply(server, now));
     }
+}
+
+/// The application layer, for the application outside a call: announcing a change to
+/// the `subscriptions/listen` streams (MODERN-13), ending them before a shutdown. Handed
+/// to [`Handler::started`] by [`serve`](crate::server::serve).
+#[derive(Clone)]
+pub struct AppHandle {
+    calls: Calls,
+    driver: Driver,
+}
+
+impl std::fmt::Debug for AppHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppHandle")
+            .field("listens", &lock(&self.calls).listens())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppHandle {
+    /// Announces `change` to every listen stream that asked for it.
+    pub fn changed(&self, change: &Change) {
+        let act = lock(&self.calls).changed(change);
+        apply(&self.driver, act);
+    }
+
+    /// Ends every listen stream with its result (the graceful end, MODERN-13): for a
+    /// server about to shut down.
+    pub fn end_listens(&self) {
+        let act = lock(&self.calls).end_listens();
+        apply(&self.driver, act);
+    }
+}
+
+/// What [`serve`](crate::server::serve) hands the handler once the server runs.
+pub(crate) fn started(handler: &dyn Handler, calls: Calls, driver: &Driver) {
+    handler.started(AppHandle {
+        calls,
+        driver: driver.clone(),
+    });
 }
 
 /// Closes the job queue when the sink that owns it goes (the server stopped): the
@@ -451,6 +497,15 @@ pub fn mount(
     options: &ServeOptions,
     entropy: &mut dyn mcpwire::Entropy,
 ) -> std::io::Result<Sink> {
+    mount_app(handler, options, entropy).map(|(sink, _)| sink)
+}
+
+/// [`mount`], and the layer's state for the [`AppHandle`].
+pub(crate) fn mount_app(
+    handler: Arc<dyn Handler>,
+    options: &ServeOptions,
+    entropy: &mut dyn mcpwire::Entropy,
+) -> std::io::Result<(Sink, Calls)> {
     let app = Arc::new(App {
         handler,
         calls: Arc::new(Mutex::new(Dispatcher::new(options.app(), entropy))),
@@ -468,7 +523,9 @@ pub fn mount(
             .name(format!("mcpwire-handler-{i}"))
             .spawn(move || app.run())?;
     }
-    Ok(Box::new(move |driver: &Driver, event: Event| {
+    let calls = Arc::clone(&app.calls);
+    let sink: Sink = Box::new(move |driver: &Driver, event: Event| {
         closer.0.dispatch(driver, event);
-    }))
+    });
+    Ok((sink, calls))
 }

@@ -949,8 +949,10 @@ pub fn serve(
     options: ServeOptions,
 ) -> io::Result<Handle> {
     let mut entropy = entropy;
-    let sink = crate::app::mount(handler, &options, &mut *entropy)?;
-    start(listener, config, entropy, options, sink)
+    let (sink, calls) = crate::app::mount_app(Arc::clone(&handler), &options, &mut *entropy)?;
+    let handle = start(listener, config, entropy, options, sink)?;
+    crate::app::started(&*handler, calls, handle.driver());
+    Ok(handle)
 }
 
 const WAKER: mio::Token = mio::Token(usize::MAX);

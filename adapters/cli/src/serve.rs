@@ -10,7 +10,7 @@ use std::future::Future;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -483,11 +483,12 @@ async fn run(options: Options) -> ExitCode {
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         (cpus * 4).min(256)
     });
+    let handler = Arc::new(Logged(handler, OnceLock::new()));
     let service = app::mount_sharded(
         shards,
         options.config,
         Box::new(mcpwire::OsEntropy),
-        Arc::new(Logged(handler)),
+        Arc::clone(&handler) as Arc<dyn app::Handler>,
     );
     let serving = ServeOptions::new()
         .with_limits(options.limits)
@@ -508,6 +509,9 @@ async fn run(options: Options) -> ExitCode {
     tokio::select! {
         _ = interrupt => {
             eprintln!("{PROG}: shutting down");
+            if let Some(app) = handler.1.get() {
+                app.end_listens();
+            }
             for shard in service.shards() {
                 shard.with_server(|server, now| server.shutdown(now));
             }
@@ -550,12 +554,12 @@ fn run_blocking(options: Options) -> ExitCode {
     } else {
         Arc::new(blocking_tools())
     };
-    let handler = Arc::new(LoggedBlocking(handler));
+    let handler = Arc::new(LoggedBlocking(handler, OnceLock::new()));
     let handle = match serve(
         listener,
         options.config,
         Box::new(mcpwire::OsEntropy),
-        handler,
+        Arc::clone(&handler) as Arc<dyn mcpwire_blocking::app::Handler>,
         ServeOptions::new()
             .with_limits(options.limits)
             .with_log(Arc::new(|line: &str| {
@@ -581,6 +585,9 @@ fn run_blocking(options: Options) -> ExitCode {
         }
     });
     eprintln!("{PROG}: shutting down");
+    if let Some(app) = handler.1.get() {
+        app.end_listens();
+    }
     if !handle.shutdown(Duration::from_secs(5)) {
         eprintln!("{PROG}: exchanges still open after 5 s were cut");
     }
@@ -639,8 +646,12 @@ fn log(event: &Event) {
     }
 }
 
-/// The served blocking handler, with one log line per session event.
-struct LoggedBlocking(Arc<dyn mcpwire_blocking::app::Handler>);
+/// The served blocking handler, with one log line per session event, and its layer's
+/// handle, to end the listen streams at a shutdown.
+struct LoggedBlocking(
+    Arc<dyn mcpwire_blocking::app::Handler>,
+    OnceLock<mcpwire_blocking::app::AppHandle>,
+);
 
 impl mcpwire_blocking::app::Handler for LoggedBlocking {
     fn server_info(&self) -> serde_json::Value {
@@ -655,6 +666,11 @@ impl mcpwire_blocking::app::Handler for LoggedBlocking {
         self.0.cache_hint(method)
     }
 
+    fn started(&self, app: mcpwire_blocking::app::AppHandle) {
+        let _ = self.1.set(app.clone());
+        self.0.started(app);
+    }
+
     fn observe(&self, event: &Event) {
         log(event);
     }
@@ -667,8 +683,9 @@ impl mcpwire_blocking::app::Handler for LoggedBlocking {
     }
 }
 
-/// The served handler, with one log line per session event.
-struct Logged(Arc<dyn app::Handler>);
+/// The served handler, with one log line per session event, and its layer's handle, to
+/// end the listen streams at a shutdown.
+struct Logged(Arc<dyn app::Handler>, OnceLock<app::AppHandle>);
 
 impl app::Handler for Logged {
     fn server_info(&self) -> serde_json::Value {
@@ -681,6 +698,11 @@ impl app::Handler for Logged {
 
     fn cache_hint(&self, method: &str) -> mcpwire::app::CacheHint {
         self.0.cache_hint(method)
+    }
+
+    fn started(&self, app: app::AppHandle) {
+        let _ = self.1.set(app.clone());
+        self.0.started(app);
     }
 
     fn observe(&self, event: &Event) {

@@ -230,6 +230,13 @@ pub trait Handler: Send + Sync + 'static {
         CacheHint::NONE
     }
 
+    /// Called once the service is mounted, with the handle through which the
+    /// application announces changes outside a call ([`AppHandle::changed`]). The
+    /// default drops it.
+    fn started(&self, app: AppHandle) {
+        let _ = app;
+    }
+
     /// Sees every event of the service before the layer acts on it (to log sessions, to
     /// count); the default ignores them. Runs where the events are dispatched: keep it
     /// short.
@@ -424,10 +431,56 @@ fn finish(calls: &Calls, service: &McpService, responder: Responder, result: Ans
     }
 }
 
-/// Hands what the layer sends on its own to the server.
-fn apply(service: &McpService, act: Act) {
-    if !act.is_empty() {
-        service.with_server(|server, now| act.apply(server, now));
+/// Hands what the layer sends on its own to the server: to `service`'s shard first
+/// (where the event came from), then to the others until nothing is left.
+fn apply(service: &McpService, mut act: Act) {
+    if act.is_empty() {
+        return;
+    }
+    service.with_server(|server, now| act.apply(server, now));
+    for shard in service.shards() {
+        if act.is_empty() {
+            return;
+        }
+        shard.with_server(|server, now| act.apply(server, now));
+    }
+}
+
+/// The application layer, for the application outside a call: announcing a change to
+/// the `subscriptions/listen` streams (MODERN-13), ending them before a shutdown. Handed
+/// to [`Handler::started`] when the service is mounted.
+#[derive(Clone)]
+pub struct AppHandle {
+    calls: Calls,
+    /// Weak: the handler that keeps this is kept by the service's sink.
+    service: crate::server::WeakService,
+}
+
+impl std::fmt::Debug for AppHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppHandle")
+            .field("listens", &lock(&self.calls).listens())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppHandle {
+    /// Announces `change` to every listen stream that asked for it.
+    /// Does nothing once the service is gone.
+    pub fn changed(&self, change: &Change) {
+        if let Some(service) = self.service.upgrade() {
+            let act = lock(&self.calls).changed(change);
+            apply(&service, act);
+        }
+    }
+
+    /// Ends every listen stream with its result (the graceful end, MODERN-13): for a
+    /// server about to shut down.
+    pub fn end_listens(&self) {
+        if let Some(service) = self.service.upgrade() {
+            let act = lock(&self.calls).end_listens();
+            apply(&service, act);
+        }
     }
 }
 
@@ -457,6 +510,10 @@ pub async fn run_with(
     settings: &Settings,
 ) {
     let app = App::new(handler, settings, &mut mcpwire::OsEntropy);
+    app.handler.started(AppHandle {
+        calls: Arc::clone(&app.calls),
+        service: service.downgrade(),
+    });
     while let Some(event) = events.recv().await {
         app.dispatch(&service, event);
     }
@@ -506,9 +563,15 @@ pub fn mount_sharded_with(
     settings: &Settings,
 ) -> McpService {
     let app = App::new(handler, settings, &mut *entropy);
-    McpService::sharded(shards, config, entropy, move |service, event| {
+    let (handler, calls) = (Arc::clone(&app.handler), Arc::clone(&app.calls));
+    let service = McpService::sharded(shards, config, entropy, move |service, event| {
         app.dispatch(service, event);
-    })
+    });
+    handler.started(AppHandle {
+        calls,
+        service: service.downgrade(),
+    });
+    service
 }
 
 #[cfg(test)]

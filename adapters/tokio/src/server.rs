@@ -426,6 +426,34 @@ impl McpService {
     pub(crate) fn deliver(&self) {
         self.shared.deliver();
     }
+
+    /// A handle that keeps nothing alive: for what the service's own sink holds (the
+    /// application layer's), which would otherwise keep the service from ever being
+    /// freed.
+    pub(crate) fn downgrade(&self) -> WeakService {
+        WeakService {
+            shared: Arc::downgrade(&self.shared),
+            router: Arc::downgrade(&self.router),
+        }
+    }
+}
+
+/// A [`McpService`] that keeps nothing alive ([`McpService::downgrade`]).
+#[derive(Clone)]
+pub(crate) struct WeakService {
+    shared: std::sync::Weak<Shared>,
+    router: std::sync::Weak<Router>,
+}
+
+impl WeakService {
+    /// The service, while it lives.
+    pub(crate) fn upgrade(&self) -> Option<McpService> {
+        Some(McpService {
+            shared: self.shared.upgrade()?,
+            router: self.router.upgrade()?,
+            _owner: None,
+        })
+    }
 }
 
 /// Drives the core's deadlines: sleeps until `poll_timeout`, or until an input moved it.

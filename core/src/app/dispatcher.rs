@@ -178,7 +178,9 @@ pub enum Step<C> {
 }
 
 /// Messages the layer sends on its own, for the adapter to hand to the server under its
-/// lock ([`apply`](Self::apply)).
+/// lock ([`apply`](Self::apply)). With several shards, each message goes through the
+/// shard of its request: the adapter applies the act to each shard until it
+/// [`is_empty`](Self::is_empty).
 #[derive(Debug, Default)]
 #[must_use]
 pub struct Act(Vec<Deed>);
@@ -194,6 +196,15 @@ enum Deed {
     },
 }
 
+impl Deed {
+    fn request(&self) -> RequestHandle {
+        match self {
+            Self::Answer(r, _) | Self::Discover(r, _) => r.handle(),
+            Self::Notify { request, .. } => *request,
+        }
+    }
+}
+
 impl Act {
     fn one(deed: Deed) -> Self {
         Self(vec![deed])
@@ -204,10 +215,14 @@ impl Act {
         self.0.is_empty()
     }
 
-    /// Sends it. A message for a request no longer open is dropped, as the core drops
-    /// it.
-    pub fn apply(self, server: &mut Server, now: Instant) {
-        for deed in self.0 {
+    /// Sends what belongs to `server` (every message, without shards) and keeps the
+    /// rest. A message for a request no longer open is dropped, as the core drops it.
+    pub fn apply(&mut self, server: &mut Server, now: Instant) {
+        let (mine, rest): (Vec<Deed>, Vec<Deed>) = std::mem::take(&mut self.0)
+            .into_iter()
+            .partition(|d| server.owns(d.request()));
+        self.0 = rest;
+        for deed in mine {
             match deed {
                 Deed::Answer(responder, result) => responder.answer(server, now, result),
                 Deed::Discover(responder, capabilities) => {
@@ -1116,6 +1131,7 @@ mod tests {
         fn dispatch(&mut self, event: Event) -> Step<Flag> {
             match self.app.handle_event(event, &Info) {
                 Step::Act(act) => {
+                    let mut act = act;
                     act.apply(&mut self.server, self.now);
                     Step::Done
                 }
@@ -1556,7 +1572,7 @@ mod tests {
             let (x, events) = rig.post_modern(id, "subscriptions/listen", None, &params, "}");
             for e in events {
                 match rig.app.handle_event(e, &Listening) {
-                    Step::Act(act) => act.apply(&mut rig.server, rig.now),
+                    Step::Act(mut act) => act.apply(&mut rig.server, rig.now),
                     other => panic!("{other:?}"),
                 }
             }
@@ -1623,5 +1639,58 @@ mod tests {
         assert!(rig.app.changed(&Change::Tools).is_empty());
         let bad = listen(&mut rig, "3", "true");
         assert_eq!(rig.messages(bad)[0]["error"]["code"], -32602);
+    }
+
+    #[test]
+    fn an_act_goes_to_the_shard_of_each_request() {
+        let configs = Config::new().shards(2);
+        let mut servers: Vec<Server> = configs
+            .into_iter()
+            .map(|c| Server::new(c, Box::new(|dst: &mut [u8]| dst.fill(5))))
+            .collect();
+        let mut app: Dispatcher<Flag, Slot> =
+            Dispatcher::new(&Settings::new(), &mut |dst: &mut [u8]| dst.fill(1));
+        let now = Instant::now();
+        let mut exchanges = Vec::new();
+        for (n, server) in servers.iter_mut().enumerate() {
+            let head = http::Request::post("/mcp")
+                .header("host", "127.0.0.1:8080")
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "subscriptions/listen")
+                .body(())
+                .unwrap()
+                .into_parts()
+                .0;
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{n},"method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true}},{META}}}}}}}"#
+            );
+            let x = server.handle_head(now, head);
+            server.handle_body(now, x, Bytes::from(body));
+            server.handle_body_end(now, x);
+            let event = server.poll_event().expect("the listen");
+            let Step::Act(mut ack) = app.handle_event(event, &Listening) else {
+                panic!("acknowledged by the layer");
+            };
+            ack.apply(server, now);
+            assert!(ack.is_empty(), "the ack goes to its own shard");
+            exchanges.push(x);
+        }
+        let mut change = app.changed(&Change::Tools);
+        change.apply(&mut servers[1], now);
+        assert!(!change.is_empty(), "shard 0's listen is left for shard 0");
+        change.apply(&mut servers[0], now);
+        assert!(change.is_empty());
+        for (server, x) in servers.iter_mut().zip(exchanges) {
+            let mut text = Vec::new();
+            while let Some(t) = server.poll_transmit(x) {
+                if let Transmit::Data(d) = t {
+                    text.extend_from_slice(&d);
+                }
+            }
+            let text = String::from_utf8(text).unwrap();
+            assert!(text.contains("notifications/tools/list_changed"), "{text}");
+        }
     }
 }

@@ -132,6 +132,14 @@ impl Server {
         self.supported()
     }
 
+    /// Whether `request` is one of this server's: with [`Config::shards`], each shard
+    /// numbers its requests apart, so a message for a request reaches it only through
+    /// its own shard.
+    pub fn owns(&self, request: RequestHandle) -> bool {
+        let (index, count) = self.config.shard;
+        request.0 >= 1 && (request.0 - 1) % count.max(1) as u64 == index as u64
+    }
+
     /// A POST to the legacy messages path: 202 once parsed; everything the server
     /// answers goes on the session's stream (LEGACY-3, LEGACY-4).
     pub(super) fn legacy_post(&mut self, now: Instant, x: ExchangeId, s: SessionId, body: Bytes) {

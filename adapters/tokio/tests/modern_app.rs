@@ -1,0 +1,190 @@
+//! The application layer on the 2026-07-28 revision over real HTTP, on a sharded
+//! service: `server/discover`, and `subscriptions/listen` hearing changes announced by a
+//! tool on another connection (and so, likely, another shard) and by the application
+//! outside any call, then ending gracefully (MODERN-13, MODERN-14, MODERN-19).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use mcpwire::server::Config;
+use mcpwire_tests::server::counter_entropy;
+use mcpwire_tokio::app::{
+    self, AppHandle, BoxFuture, Call, CallError, Change, Handler, Settings, Tools, text_result,
+};
+use mcpwire_tokio::server::serve;
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+
+const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+/// The tools, with `tools.listChanged` declared and the layer's handle kept.
+struct App {
+    tools: Tools,
+    handle: OnceLock<AppHandle>,
+}
+
+impl Handler for App {
+    fn capabilities(&self) -> Value {
+        json!({"tools": {"listChanged": true}})
+    }
+
+    fn started(&self, app: AppHandle) {
+        self.handle.set(app).expect("started once");
+    }
+
+    fn call(&self, call: Call) -> BoxFuture<Result<Value, CallError>> {
+        self.tools.call(call)
+    }
+}
+
+async fn start() -> (std::net::SocketAddr, Arc<App>) {
+    let tools = Tools::new().with_tool(
+        "touch",
+        "Changes the tool list.",
+        json!({"type": "object"}),
+        |call: Call, _: Value| async move {
+            call.changed(&Change::Tools);
+            Ok(text_result("touched"))
+        },
+    );
+    let handler = Arc::new(App {
+        tools,
+        handle: OnceLock::new(),
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = app::mount_sharded_with(
+        4,
+        Config::new(),
+        counter_entropy(5),
+        Arc::clone(&handler) as Arc<dyn Handler>,
+        &Settings::new(),
+    );
+    tokio::spawn(serve(listener, service));
+    (addr, handler)
+}
+
+/// POSTs a 2026-07-28 request on a connection of its own; the response's body stream.
+async fn post(
+    addr: std::net::SocketAddr,
+    method: &str,
+    name: Option<&str>,
+    body: String,
+) -> http::Response<hyper::body::Incoming> {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let mut b = http::Request::post("/mcp")
+        .header("host", addr.to_string())
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        b = b.header("mcp-name", name);
+    }
+    send.send_request(b.body(Full::new(Bytes::from(body))).unwrap())
+        .await
+        .unwrap()
+}
+
+/// The next JSON message of an SSE body (skipping comments), within 5 s.
+async fn next_message(body: &mut hyper::body::Incoming, buffer: &mut String) -> Option<Value> {
+    loop {
+        if let Some(at) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..at + 2).collect();
+            let data: String = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
+            if !data.is_empty() {
+                return Some(serde_json::from_str(&data).unwrap());
+            }
+            continue;
+        }
+        let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+            .await
+            .expect("a frame within 5 s")?
+            .unwrap();
+        if let Ok(data) = frame.into_data() {
+            buffer.push_str(std::str::from_utf8(&data).unwrap());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_14_modern_19_server_discover_over_http_lists_every_revision() {
+    let (addr, _) = start().await;
+    let body =
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{{META}}}}}"#);
+    let response = post(addr, "server/discover", None, body).await;
+    assert_eq!(response.status(), 200);
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let reply: Value = serde_json::from_slice(&bytes).unwrap();
+    let result = &reply["result"];
+    assert_eq!(result["resultType"], "complete");
+    let versions = result["supportedVersions"].as_array().unwrap();
+    assert!(versions.iter().any(|v| v == "2026-07-28"));
+    assert!(versions.iter().any(|v| v == "2025-11-25"));
+    assert_eq!(
+        result["capabilities"],
+        json!({"tools": {"listChanged": true}})
+    );
+    assert!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].is_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_13_a_listen_hears_changes_from_any_shard_and_ends_gracefully() {
+    let (addr, app) = start().await;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true}},{META}}}}}"#
+    );
+    let response = post(addr, "subscriptions/listen", None, body).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    assert_eq!(response.headers()["x-accel-buffering"], "no");
+    let mut stream = response.into_body();
+    let mut buffer = String::new();
+    let ack = next_message(&mut stream, &mut buffer).await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "listen:0"
+    );
+    // Three calls on connections of their own: with four shards taken in turn, at least
+    // one lands on another shard than the listen.
+    for id in 1..=3 {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"touch","arguments":{{}},{META}}}}}"#
+        );
+        let answer = post(addr, "tools/call", Some("touch"), body).await;
+        assert_eq!(answer.status(), 200);
+        let changed = next_message(&mut stream, &mut buffer).await.unwrap();
+        assert_eq!(changed["method"], "notifications/tools/list_changed");
+        assert_eq!(
+            changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            "listen:0"
+        );
+    }
+    // The application, outside any call.
+    let handle = app.handle.get().expect("the layer's handle");
+    handle.changed(&Change::Tools);
+    let changed = next_message(&mut stream, &mut buffer).await.unwrap();
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+    handle.changed(&Change::Prompts);
+    // The graceful end: the listen's result, then the stream ends.
+    handle.end_listens();
+    let end = next_message(&mut stream, &mut buffer).await.unwrap();
+    assert_eq!(end["id"], "listen:0", "no prompts change came first: {end}");
+    assert_eq!(
+        end["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "listen:0"
+    );
+    assert_eq!(next_message(&mut stream, &mut buffer).await, None);
+}
