@@ -1,7 +1,9 @@
 //! # mcpwire
 //!
-//! A sans-IO protocol core for the Model Context Protocol's HTTP transports
-//! (Streamable HTTP and the legacy HTTP+SSE transport).
+//! A sans-IO protocol core for the Model Context Protocol's HTTP transports: the
+//! sessionless revision 2026-07-28, Streamable HTTP with sessions (2025-03-26 …
+//! 2025-11-25) and the legacy HTTP+SSE transport (2024-11-05), on one endpoint, the era
+//! decided per request.
 //!
 //! The core never touches a socket, a clock, a thread or a random source. It is fed bytes
 //! (and, in the state machines, HTTP heads, the current time and entropy) and answers with
@@ -30,9 +32,11 @@
 //! - [`resume`]: resumability (SEP-1699): ring-scoped [`EventId`](resume::EventId)s, the
 //!   bounded O(1) [`ReplayRing`](resume::ReplayRing) and the
 //!   [`EventStore`](resume::EventStore) seam.
-//! - [`server`]: the sans-IO [`Server`](server::Server): Streamable HTTP (sessions, the GET
-//!   stream, resumable streams, SEP-1699 polling, heartbeats) and legacy HTTP+SSE on one
-//!   state machine, with every status-code and routing decision in it.
+//! - [`server`]: the sans-IO [`Server`](server::Server): revision 2026-07-28 (per-request
+//!   `_meta` and `Mcp-*` header checks, a response stream per request), Streamable HTTP
+//!   with sessions (the GET stream, resumable streams, SEP-1699 polling, heartbeats) and
+//!   legacy HTTP+SSE on one state machine, with every status-code and routing decision in
+//!   it.
 //! - [`client`]: the sans-IO [`Client`](client::Client), the server's mirror.
 //! - [`conn`]: connection admission and deadlines for an HTTP/1 server driver (a bound
 //!   that sheds the oldest connection not busy, header and idle timeouts), the policy
@@ -40,9 +44,11 @@
 //! - [`mirror`]: the values revision 2026-07-28 mirrors into headers (`Mcp-Name`,
 //!   `Mcp-Param-*`): their encoding, strict decoding, comparison with the body, and a
 //!   tool's `x-mcp-header` annotations read from its `inputSchema`.
-//! - [`app`]: what a server application answers itself (`initialize`, `ping`), a tool
-//!   table for `tools/list` and `tools/call`, progress, and [`app::Dispatcher`], the calls
-//!   in flight, their cancellation and their requests to the client: the adapters'
+//! - [`app`]: what a server application answers itself (`initialize`, `ping`,
+//!   `server/discover`, `subscriptions/listen`), a tool table for `tools/list` and
+//!   `tools/call`, progress, the completion of 2026-07-28 results (`resultType`,
+//!   caching hints, sealed `requestState`), and [`app::Dispatcher`], the calls in
+//!   flight, their cancellation and their requests to the client: the adapters'
 //!   application layers run on it, so they hold no MCP method names.
 //!
 //! ## Cargo features

@@ -132,7 +132,7 @@ impl Server {
         self.supported()
     }
 
-    /// Whether `request` is one of this server's: with [`Config::shards`], each shard
+    /// Whether `request` is one of this server's: with [`Config::shards`](super::Config::shards), each shard
     /// numbers its requests apart, so a message for a request reaches it only through
     /// its own shard.
     pub fn owns(&self, request: RequestHandle) -> bool {
