@@ -642,6 +642,12 @@ fn log(event: &Event) {
         Event::SessionClosed { session, reason } => {
             crate::log::line(format!("{PROG}: session {session} closed ({reason:?})"));
         }
+        Event::Cancelled { request, reason } => {
+            let why = reason
+                .as_deref()
+                .map_or_else(String::new, |r| format!(": {r}"));
+            crate::log::line(format!("{PROG}: request {} cancelled{why}", request.get()));
+        }
         _ => {}
     }
 }

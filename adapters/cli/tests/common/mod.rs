@@ -3,8 +3,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
 
 /// The `mcpwire` binary under test.
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_mcpwire");
@@ -17,6 +17,31 @@ pub(crate) struct Server {
     pub(crate) child: Child,
     /// `127.0.0.1:PORT`.
     pub(crate) addr: String,
+    /// The lines it wrote on stderr after its address.
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// Whether a line of its log contains `needle` within `wait`.
+    #[allow(dead_code)] // Not every test file that shares this module reads the log.
+    pub(crate) fn logs_within(&self, needle: &str, wait: Duration) -> bool {
+        let until = Instant::now() + wait;
+        loop {
+            let seen = self
+                .log
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .any(|l| l.contains(needle));
+            if seen {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Server {
@@ -48,15 +73,29 @@ pub(crate) fn start(args: &[&str]) -> Server {
         .expect("mcpwire runs");
     let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
     let (tx, rx) = mpsc::channel();
-    // Keep draining stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || {
-        let mut lines = stderr.lines();
-        let _ = tx.send(lines.next());
-        for _ in lines {}
+    let log = Arc::new(Mutex::new(Vec::new()));
+    // Keep draining stderr so the server never blocks on a full pipe; keep the last
+    // lines for `logs_within`.
+    std::thread::spawn({
+        let log = Arc::clone(&log);
+        move || {
+            let mut lines = stderr.lines();
+            let _ = tx.send(lines.next());
+            for line in lines.map_while(Result::ok) {
+                let mut log = log
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if log.len() >= 1_000 {
+                    log.remove(0);
+                }
+                log.push(line);
+            }
+        }
     });
     let mut server = Server {
         child,
         addr: String::new(),
+        log,
     };
     let line = match rx.recv_timeout(STARTUP) {
         Ok(Some(Ok(line))) => line,
