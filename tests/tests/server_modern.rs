@@ -246,3 +246,51 @@ fn modern_2_a_modern_only_server_refuses_get_and_delete_and_ignores_session_ids(
     assert_eq!(h.reply(x).status(), 400);
     assert_eq!(h.reply(x).json()["error"]["code"], -32020);
 }
+
+/// MODERN-13: a long-lived response stream (a `subscriptions/listen`'s) is kept alive
+/// through proxies: its head says `X-Accel-Buffering: no`, and a stream quiet for the
+/// heartbeat interval gets a comment, which no client reads as an event.
+#[test]
+fn modern_13_a_quiet_response_stream_gets_heartbeats_and_no_buffering() {
+    let mut h = Harness::new(
+        Config::new()
+            .with_eras(Eras::ALL)
+            .with_heartbeat(Some(std::time::Duration::from_secs(2))),
+    );
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{{"notifications":{{}},{META}}}}}"#
+    );
+    let x = post(
+        &mut h,
+        &[CALL_HEADERS[0], ("mcp-method", "subscriptions/listen")],
+        &body,
+    );
+    let request = h.take_request();
+    let ack = RawJson::new(r#"{"notifications":{}}"#).unwrap();
+    h.server
+        .notify(
+            h.now,
+            Target::Request(request.handle()),
+            "notifications/subscriptions/acknowledged",
+            Some(&ack),
+        )
+        .unwrap();
+    h.drain();
+    assert_eq!(h.reply(x).header("x-accel-buffering"), Some("no"));
+    let before = h.reply(x).items().len();
+    for _ in 0..3 {
+        h.advance(std::time::Duration::from_secs(2));
+    }
+    let items = h.reply(x).items();
+    let comments = items[before..]
+        .iter()
+        .filter(|i| matches!(i, mcpwire::sse::Item::Comment(_)))
+        .count();
+    assert_eq!(comments, 3, "a heartbeat per quiet interval: {items:?}");
+    assert_eq!(
+        h.reply(x).events().len(),
+        1,
+        "only the acknowledgement is an event"
+    );
+    assert!(!h.reply(x).ended);
+}
