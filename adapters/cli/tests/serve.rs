@@ -280,12 +280,39 @@ fn shuts_down_gracefully_on_sigint(mut server: Server) {
     let mut first = [0u8; 12];
     get.read_exact(&mut first).unwrap();
     assert_eq!(status(&String::from_utf8_lossy(&first)), 200);
+    // A 2026-07-28 listen stream, open at the shutdown too.
+    let mut listen = TcpStream::connect(&server.addr).unwrap();
+    listen
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":"bye","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let req = format!(
+        "POST /mcp HTTP/1.0\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        server.addr,
+        body.len()
+    );
+    listen.write_all(req.as_bytes()).unwrap();
+    let mut acked = Vec::new();
+    while !String::from_utf8_lossy(&acked).contains("acknowledged") {
+        let mut chunk = [0u8; 512];
+        let n = listen.read(&mut chunk).unwrap();
+        assert!(n > 0, "the listen ended before its acknowledgement");
+        acked.extend_from_slice(&chunk[..n]);
+    }
     let pid = server.child.id().to_string();
     let status = Command::new("kill").args(["-INT", &pid]).status().unwrap();
     assert!(status.success());
     // The stream ends: the server closes it, so reading reaches the end.
     let mut rest = Vec::new();
     get.read_to_end(&mut rest).unwrap();
+    // MODERN-13: the listen ends gracefully, with its result, before the connection.
+    let mut ended = Vec::new();
+    listen.read_to_end(&mut ended).unwrap();
+    let ended = String::from_utf8_lossy(&ended);
+    assert!(
+        ended.contains(r#""id":"bye","result""#),
+        "the listen's result before the end: {ended}"
+    );
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let exit = loop {
         if let Some(exit) = server.child.try_wait().unwrap() {
