@@ -8,7 +8,7 @@
 //! server transport). The scripts assert what the SDK saw; these tests assert what
 //! mcpwire and the SDK's servers report.
 //!
-//! Needs Node.js 18 or newer and npm on `PATH`; fails (never skips) without them. The
+//! Needs Node.js 20 or newer and npm on `PATH`; fails (never skips) without them. The
 //! first test to run does `npm ci` in `tests/interop` once, unless `node_modules` was
 //! installed from the same lockfile already. Every process is killed when its test ends,
 //! every wait is bounded, and everything listens on 127.0.0.1.

