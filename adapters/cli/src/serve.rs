@@ -15,7 +15,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use mcpwire::conn::Limits;
-use mcpwire::server::{Allow, Config, Event, LegacyPaths, ResponseMode, SessionMode};
+use mcpwire::server::{Allow, Config, Eras, Event, LegacyPaths, ResponseMode, SessionMode};
 use mcpwire_tokio::app::{self, CallError, Tools, text_result};
 use mcpwire_tokio::server::{ServeOptions, serve_tls_with, serve_with};
 use serde::Deserialize;
@@ -25,7 +25,8 @@ use crate::{BadUsage, block_on, print_help};
 
 /// The usage text.
 pub(crate) const USAGE: &str = "\
-mcpwire serve: a reference MCP server (Streamable HTTP, and legacy HTTP+SSE beside it)
+mcpwire serve: a reference MCP server (2026-07-28, Streamable HTTP with sessions, and legacy
+HTTP+SSE beside them, the era decided per request)
 
 Usage: mcpwire serve [OPTIONS]
 
@@ -60,7 +61,11 @@ Options:
                        (default 10000)
   --idle-timeout-ms N  a connection waiting for a request is closed after N ms
                        (default 60000)
-  --no-legacy          do not serve GET /sse and POST /messages
+  --eras LIST          the protocol generations served on the endpoint, a comma list of
+                       2026 (the sessionless revision 2026-07-28), 2025 (Streamable HTTP
+                       with sessions, 2025-03-26 … 2025-11-25) and legacy (HTTP+SSE,
+                       2024-11-05: GET /sse and POST /messages); default all three
+  --no-legacy          do not serve GET /sse and POST /messages (as --eras without legacy)
   --allow-origin O     accept this Origin (repeatable; default: loopback origins)
   --shards N           split the sessions between N cores, each behind its own lock
                        (tokio; default: 4 per CPU, at most 256)
@@ -128,6 +133,11 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
             "--sse-response" => config = config.with_response_mode(ResponseMode::Sse),
             "--stateless" => config = config.with_sessions(SessionMode::Stateless),
             "--no-legacy" => legacy = false,
+            "--eras" => {
+                let (eras, with_legacy) = eras(&value("a list of eras")?)?;
+                config = config.with_eras(eras);
+                legacy = with_legacy;
+            }
             "--poll-ms" | "--retry-ms" => {
                 let v = value("milliseconds")?;
                 let d = Duration::from_millis(milliseconds(&name, &v)?);
@@ -302,6 +312,31 @@ fn resolve(addr: &str) -> Result<Vec<SocketAddr>, String> {
     }
     addrs.sort_by_key(SocketAddr::is_ipv6);
     Ok(addrs)
+}
+
+/// `--eras LIST`: the eras of the endpoint, and whether the legacy paths are served.
+fn eras(list: &str) -> Result<(Eras, bool), String> {
+    let (mut eras, mut legacy) = (None::<Eras>, false);
+    for name in list.split(',').map(str::trim) {
+        let era = match name {
+            "2026" | "2026-07-28" => Eras::MODERN,
+            "2025" => Eras::SESSIONS,
+            "legacy" | "2024-11-05" => {
+                legacy = true;
+                continue;
+            }
+            other => {
+                return Err(format!(
+                    "--eras: '{other}' is not an era: name 2026, 2025 or legacy, comma-separated"
+                ));
+            }
+        };
+        eras = Some(eras.map_or(era, |e| e | era));
+    }
+    let eras = eras.ok_or_else(|| {
+        format!("--eras: '{list}' names neither 2026 nor 2025: the endpoint needs one of them")
+    })?;
+    Ok((eras, legacy))
 }
 
 /// `--path PATH`: what a request's path can equal, and not one of the legacy paths
@@ -724,6 +759,28 @@ impl app::Handler for Logged {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn modern_25_eras_choose_the_generations_served() {
+        let config = |args: &[&str]| {
+            let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+            parse(&args).unwrap().unwrap().config
+        };
+        let all = config(&[]);
+        assert_eq!(all.eras(), Eras::ALL);
+        assert!(all.legacy().is_some());
+        let modern = config(&["--eras", "2026"]);
+        assert_eq!(modern.eras(), Eras::MODERN);
+        assert!(modern.legacy().is_none());
+        let older = config(&["--eras=legacy,2025"]);
+        assert_eq!(older.eras(), Eras::SESSIONS);
+        assert!(older.legacy().is_some());
+        assert_eq!(config(&["--eras", "2025, 2026"]).eras(), Eras::ALL);
+        for bad in ["legacy", "2024", "", "2026,nope"] {
+            let args = [OsString::from("--eras"), OsString::from(bad)];
+            assert!(parse(&args).is_err(), "{bad:?} accepted");
+        }
+    }
 
     #[test]
     fn sec_3_serve_listens_on_loopback_unless_told_otherwise() {

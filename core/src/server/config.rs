@@ -262,6 +262,11 @@ impl Config {
         self
     }
 
+    /// The legacy HTTP+SSE paths served, if any.
+    pub fn legacy(&self) -> Option<&LegacyPaths> {
+        self.legacy.as_ref()
+    }
+
     /// The accepted `Origin` values (SEC-1).
     pub fn with_origins(mut self, allow: Allow) -> Self {
         self.origins = allow;
