@@ -13,6 +13,13 @@
 //! - `floor`: a bare hyper service that reads each POST's body and answers a fixed body
 //!   (the JSON answer, or the same answer as one SSE event): HTTP with no MCP work.
 //!
+//! A second table loads revision 2026-07-28 (no session, no handshake: every call carries
+//! its `_meta` and the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers, which
+//! the servers check): `mcpwire serve` (`--json-response` or `--sse-response`) against
+//! rmcp's modern path (`legacy_session_mode(false)`,
+//! `stateless_protocol_metadata_required(true)`, revision 2026-07-28 alone) and the same
+//! floor.
+//!
 //! The load generator is this process: one hyper HTTP/1.1 keep-alive connection per
 //! simulated client, each client with its own session (initialize, initialized), then
 //! calls back to back with fresh ids until the time is up; every answer is checked. It
@@ -22,8 +29,9 @@
 //!
 //! Run: `cargo bench -p mcpwire-benches --bench e2e` (about two minutes), or with
 //! `-- rps`, `-- rss`, `-- --secs N` (measured seconds per row, default 3), or
-//! `-- --target HOST:PORT [--concurrency N] [--bare]` to load a server started elsewhere
-//! (an MCP server at `/mcp`, or with `--bare` any server answering POSTs; to profile it).
+//! `-- --target HOST:PORT [--concurrency N] [--bare|--modern]` to load a server started
+//! elsewhere (an MCP server at `/mcp` with sessions, or with `--modern` at revision
+//! 2026-07-28, or with `--bare` any server answering POSTs; to profile it).
 
 use std::convert::Infallible;
 use std::io::{BufRead, BufReader};
@@ -48,6 +56,18 @@ const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialize
 const FIXED_JSON: &str =
     r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}"#;
 const FIXED_SSE: &str = "id: 0\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}}\n\n";
+const MODERN: &str = "2026-07-28";
+
+/// How a load generator's client speaks to a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Proto {
+    /// Plain POSTs (the floor needs no MCP).
+    Bare,
+    /// A session per client (initialize, initialized), then calls in it (2025-11-25).
+    Sessions,
+    /// Revision 2026-07-28: no session; `_meta` and the mirrored headers on every call.
+    Modern,
+}
 
 fn main() {
     if let Ok(role) = std::env::var(ROLE) {
@@ -75,7 +95,13 @@ fn main() {
         .expect("a runtime");
     if let Some(addr) = target {
         // A server started elsewhere (to profile it, say): its rows alone.
-        let mcp = !args.iter().any(|a| a == "--bare");
+        let proto = if args.iter().any(|a| a == "--bare") {
+            Proto::Bare
+        } else if args.iter().any(|a| a == "--modern") {
+            Proto::Modern
+        } else {
+            Proto::Sessions
+        };
         let only: Option<usize> = args
             .iter()
             .position(|a| a == "--concurrency")
@@ -86,7 +112,7 @@ fn main() {
                 continue;
             }
             let row = runtime
-                .block_on(load(addr, mcp, concurrency, Duration::from_secs_f64(secs)))
+                .block_on(load(addr, proto, concurrency, Duration::from_secs_f64(secs)))
                 .unwrap_or_else(|e| panic!("{addr}: {e}"));
             println!(
                 "{addr} concurrency {concurrency}: {:.0} req/s, p50 {:.3} ms, p99 {:.3} ms",
@@ -111,8 +137,8 @@ struct Server {
     name: &'static str,
     child: Child,
     addr: SocketAddr,
-    /// Whether it speaks MCP (the floor does not need initialize).
-    mcp: bool,
+    /// How clients speak to it.
+    proto: Proto,
     sse: bool,
 }
 
@@ -125,7 +151,7 @@ impl Drop for Server {
 
 impl Server {
     /// Starts this binary as `role`; waits for its "listening on http://ADDR" line.
-    fn start(name: &'static str, role: &str, serve_args: &str, mcp: bool, sse: bool) -> Self {
+    fn start(name: &'static str, role: &str, serve_args: &str, proto: Proto, sse: bool) -> Self {
         let mut child = Command::new(std::env::current_exe().expect("the bench's own path"))
             .env(ROLE, role)
             .env(SERVE_ARGS, serve_args)
@@ -159,7 +185,7 @@ impl Server {
             name,
             child,
             addr,
-            mcp,
+            proto,
             sse,
         }
     }
@@ -202,8 +228,10 @@ fn serve_role(role: &str) {
             listener.local_addr().expect("an address")
         );
         match role {
-            "rmcp-sse" => rmcp_server::serve(listener, false).await,
-            "rmcp-json" => rmcp_server::serve(listener, true).await,
+            "rmcp-sse" => rmcp_server::serve(listener, false, false).await,
+            "rmcp-json" => rmcp_server::serve(listener, true, false).await,
+            "rmcp-modern-sse" => rmcp_server::serve(listener, false, true).await,
+            "rmcp-modern-json" => rmcp_server::serve(listener, true, true).await,
             "floor-json" => floor(listener, false).await,
             "floor-sse" => floor(listener, true).await,
             other => panic!("unknown role {other}"),
@@ -267,7 +295,9 @@ type FloorBody = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 /// The rmcp peer: its streamable HTTP service with one `echo` tool.
 mod rmcp_server {
     use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
-    use rmcp::model::{ServerCapabilities, ServerConfig};
+    use std::borrow::Cow;
+
+    use rmcp::model::{ProtocolVersion, ServerCapabilities, ServerConfig};
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
@@ -282,6 +312,8 @@ mod rmcp_server {
     #[derive(Debug, Clone)]
     pub(super) struct Echo {
         tool_router: ToolRouter<Self>,
+        /// Revision 2026-07-28 alone.
+        modern: bool,
     }
 
     #[tool_router]
@@ -297,16 +329,28 @@ mod rmcp_server {
         fn get_info(&self) -> ServerConfig {
             ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
         }
+
+        fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+            if self.modern {
+                Cow::Borrowed(&[ProtocolVersion::V_2026_07_28])
+            } else {
+                Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+            }
+        }
     }
 
-    pub(super) async fn serve(listener: TcpListener, json: bool) {
+    /// rmcp's service: with sessions for SSE and without for JSON (the only JSON it
+    /// serves), or, `modern`, its 2026-07-28 path as its docs configure it.
+    pub(super) async fn serve(listener: TcpListener, json: bool, modern: bool) {
         let config = StreamableHttpServerConfig::default()
             .with_json_response(json)
-            .with_legacy_session_mode(!json);
+            .with_legacy_session_mode(!json && !modern)
+            .with_stateless_protocol_metadata_required(modern);
         let service: StreamableHttpService<Echo, LocalSessionManager> = StreamableHttpService::new(
-            || {
+            move || {
                 Ok(Echo {
                     tool_router: Echo::tool_router(),
+                    modern,
                 })
             },
             Default::default(),
@@ -361,6 +405,19 @@ fn request(
         b = b.header("mcp-session-id", s);
     }
     b.body(Full::new(body)).expect("a request")
+}
+
+/// A 2026-07-28 `tools/call echo`: the mirrored headers beside the body.
+fn modern_request(addr: SocketAddr, body: Bytes) -> http::Request<Full<Bytes>> {
+    http::Request::post("/mcp")
+        .header("host", addr.to_string())
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "echo")
+        .body(Full::new(body))
+        .expect("a request")
 }
 
 /// One exchange: the status, the session header, the whole body.
@@ -425,16 +482,23 @@ fn call_body(id: u64) -> Bytes {
     ))
 }
 
+/// A 2026-07-28 call's body: the protocol metadata in `_meta`.
+fn modern_call_body(id: u64) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"{MODERN}","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"e2e","version":"1"}}}}}}}}"#
+    ))
+}
+
 /// One simulated client: calls until `end`; the latencies (µs) of the calls that began
 /// at or after `start`.
 async fn client(
     addr: SocketAddr,
-    mcp: bool,
+    proto: Proto,
     start: Instant,
     end: Instant,
 ) -> Result<Vec<u32>, String> {
     let mut send = connect(addr).await?;
-    let session = if mcp {
+    let session = if proto == Proto::Sessions {
         handshake(&mut send, addr).await?
     } else {
         None
@@ -446,11 +510,11 @@ async fn client(
         if began >= end {
             return Ok(latencies);
         }
-        let (status, _, body) = exchange(
-            &mut send,
-            request(http::Method::POST, addr, session.as_deref(), call_body(id)),
-        )
-        .await?;
+        let call = match proto {
+            Proto::Modern => modern_request(addr, modern_call_body(id)),
+            _ => request(http::Method::POST, addr, session.as_deref(), call_body(id)),
+        };
+        let (status, _, body) = exchange(&mut send, call).await?;
         let done = Instant::now();
         if status != 200 || memchr::memmem::find(&body, br#""text":"hi""#).is_none() {
             return Err(format!("tools/call: {status} {body:?}"));
@@ -471,7 +535,7 @@ struct Row {
 
 async fn load(
     addr: SocketAddr,
-    mcp: bool,
+    proto: Proto,
     concurrency: usize,
     measure: Duration,
 ) -> Result<Row, String> {
@@ -480,7 +544,7 @@ async fn load(
     let start = Instant::now() + warm;
     let end = start + measure;
     let clients: Vec<_> = (0..concurrency)
-        .map(|_| tokio::spawn(client(addr, mcp, start, end)))
+        .map(|_| tokio::spawn(client(addr, proto, start, end)))
         .collect();
     let mut all = Vec::new();
     for c in clients {
@@ -503,48 +567,74 @@ async fn rps(measure: Duration) {
         "\n## tools/call echo, HTTP/1.1 keep-alive on 127.0.0.1, {:.1} s per row\n",
         measure.as_secs_f64()
     );
+    let bare = |role| Server::start("floor", role, "", Proto::Bare, role == "floor-sse");
+    let mcpwire = |name, args, proto, sse| Server::start(name, "mcpwire", args, proto, sse);
+    table(
+        measure,
+        [
+            vec![
+                bare("floor-json"),
+                mcpwire(
+                    "mcpwire",
+                    "--no-legacy --json-response --stateless",
+                    Proto::Sessions,
+                    false,
+                ),
+                mcpwire(
+                    "mcpwire (sessions)",
+                    "--no-legacy --json-response",
+                    Proto::Sessions,
+                    false,
+                ),
+                Server::start("rmcp", "rmcp-json", "", Proto::Sessions, false),
+            ],
+            vec![
+                bare("floor-sse"),
+                mcpwire(
+                    "mcpwire",
+                    "--no-legacy --sse-response",
+                    Proto::Sessions,
+                    true,
+                ),
+                Server::start("rmcp", "rmcp-sse", "", Proto::Sessions, true),
+            ],
+        ],
+    )
+    .await;
+    println!(
+        "\n## tools/call echo at revision 2026-07-28 (no session; `_meta` and `Mcp-*` headers), {:.1} s per row\n",
+        measure.as_secs_f64()
+    );
+    table(
+        measure,
+        [
+            vec![
+                bare("floor-json"),
+                mcpwire("mcpwire", "--no-legacy --json-response", Proto::Modern, false),
+                Server::start("rmcp", "rmcp-modern-json", "", Proto::Modern, false),
+            ],
+            vec![
+                bare("floor-sse"),
+                mcpwire("mcpwire", "--no-legacy --sse-response", Proto::Modern, true),
+                Server::start("rmcp", "rmcp-modern-sse", "", Proto::Modern, true),
+            ],
+        ],
+    )
+    .await;
+}
+
+/// One table: for the JSON servers, then the SSE ones (each list the floor first and
+/// rmcp last), every concurrency, rows interleaved so that their ratios hold.
+async fn table(measure: Duration, modes: [Vec<Server>; 2]) {
     println!(
         "| mode | server | concurrency | req/s | p50 ms | p99 ms | of floor | × rmcp |\n|---|---|---:|---:|---:|---:|---:|---:|"
     );
-    for sse in [false, true] {
-        let mode = if sse { "SSE" } else { "JSON" };
-        let servers: Vec<Server> = if sse {
-            vec![
-                Server::start("floor", "floor-sse", "", false, true),
-                Server::start(
-                    "mcpwire",
-                    "mcpwire",
-                    "--no-legacy --sse-response",
-                    true,
-                    true,
-                ),
-                Server::start("rmcp", "rmcp-sse", "", true, true),
-            ]
-        } else {
-            vec![
-                Server::start("floor", "floor-json", "", false, false),
-                Server::start(
-                    "mcpwire",
-                    "mcpwire",
-                    "--no-legacy --json-response --stateless",
-                    true,
-                    false,
-                ),
-                Server::start(
-                    "mcpwire (sessions)",
-                    "mcpwire",
-                    "--no-legacy --json-response",
-                    true,
-                    false,
-                ),
-                Server::start("rmcp", "rmcp-json", "", true, false),
-            ]
-        };
+    for servers in modes {
+        let mode = if servers[0].sse { "SSE" } else { "JSON" };
         for concurrency in [1, 16, 64] {
             let mut rows = Vec::new();
             for server in &servers {
-                debug_assert_eq!(server.sse, sse);
-                let row = load(server.addr, server.mcp, concurrency, measure).await;
+                let row = load(server.addr, server.proto, concurrency, measure).await;
                 rows.push(row.unwrap_or_else(|e| panic!("{}: {e}", server.name)));
             }
             let floor = rows[0].rps;
@@ -646,7 +736,8 @@ async fn rss() {
         ("rmcp", "rmcp-sse", ""),
     ] {
         let mcp = role != "floor-sse";
-        let server = Server::start(name, role, args, mcp, true);
+        let proto = if mcp { Proto::Sessions } else { Proto::Bare };
+        let server = Server::start(name, role, args, proto, true);
         // Warm-up: the runtime's threads, the allocator's first arenas, one of each path.
         let mut send = connect(server.addr).await.expect("connect");
         for _ in 0..64 {
