@@ -177,51 +177,6 @@ struct Row {
 /// Checked exactly: a listed cell must still fail, an unlisted one must pass.
 const EXPECTED_BUGS: &[(Server, &str, &str)] = &[
     (
-        Server::All,
-        "initialize with the modern header and _meta",
-        "the sessionless path's refusal of an `initialize` does not name the revisions served (MODERN-26)",
-    ),
-    (
-        Server::All,
-        "initialize with the modern header only (2025 body)",
-        "the sessionless path's refusal of an `initialize` does not name the revisions served (MODERN-26)",
-    ),
-    (
-        Server::AllNoLegacy,
-        "initialize with the modern header and _meta",
-        "the sessionless path's refusal of an `initialize` does not name the revisions served (MODERN-26)",
-    ),
-    (
-        Server::AllNoLegacy,
-        "initialize with the modern header only (2025 body)",
-        "the sessionless path's refusal of an `initialize` does not name the revisions served (MODERN-26)",
-    ),
-    (
-        Server::Modern,
-        "initialize without a version header",
-        "the sessionless path's refusal of an `initialize` does not name the revisions served (MODERN-26)",
-    ),
-    (
-        Server::Modern,
-        "initialize with MCP-Protocol-Version 2025-11-25",
-        "the sessionless path's refusal of an `initialize` does not name the revisions served (MODERN-26)",
-    ),
-    (
-        Server::Modern,
-        "initialize with the modern header and _meta",
-        "the sessionless path's refusal of an `initialize` does not name the revisions served (MODERN-26)",
-    ),
-    (
-        Server::Modern,
-        "initialize with the modern header only (2025 body)",
-        "the sessionless path's refusal of an `initialize` does not name the revisions served (MODERN-26)",
-    ),
-    (
-        Server::Sessions,
-        "initialize with the modern header only (2025 body)",
-        "the sessionless path's refusal of an `initialize` does not name the revisions served (MODERN-26)",
-    ),
-    (
         Server::Sessions,
         "GET with the modern header, no session",
         "route.rs takes a GET or DELETE under a modern header as sessionless on a server that serves no sessionless revision: 405 with a false `Allow: POST`",
