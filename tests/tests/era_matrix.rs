@@ -175,18 +175,7 @@ struct Row {
 
 /// Cells the core gets wrong in a file this suite may not change: (server, row, why).
 /// Checked exactly: a listed cell must still fail, an unlisted one must pass.
-const EXPECTED_BUGS: &[(Server, &str, &str)] = &[
-    (
-        Server::Sessions,
-        "GET with the modern header, no session",
-        "route.rs takes a GET or DELETE under a modern header as sessionless on a server that serves no sessionless revision: 405 with a false `Allow: POST`",
-    ),
-    (
-        Server::Sessions,
-        "DELETE with the modern header, no session",
-        "route.rs takes a GET or DELETE under a modern header as sessionless on a server that serves no sessionless revision: 405 with a false `Allow: POST`",
-    ),
-];
+const EXPECTED_BUGS: &[(Server, &str, &str)] = &[];
 
 const FULL: &[(&str, &str)] = &[
     ("mcp-protocol-version", MODERN),
