@@ -175,7 +175,38 @@ struct Row {
 
 /// Cells the core gets wrong in a file this suite may not change: (server, row, why).
 /// Checked exactly: a listed cell must still fail, an unlisted one must pass.
-const EXPECTED_BUGS: &[(Server, &str, &str)] = &[];
+const EXPECTED_BUGS: &[(Server, &str, &str)] = &[
+    (
+        Server::All,
+        "Mcp-Method repeated, the body's method first",
+        "head.rs `McpHeaders::read` keeps only the first `Mcp-Method`/`Mcp-Name` field (`headers.get`), where the version and session headers go through `check::single`: a repeated one passes when its first value agrees (MODERN-6)",
+    ),
+    (
+        Server::All,
+        "Mcp-Name repeated, the body's name first",
+        "head.rs `McpHeaders::read` keeps only the first `Mcp-Method`/`Mcp-Name` field (`headers.get`), where the version and session headers go through `check::single`: a repeated one passes when its first value agrees (MODERN-6)",
+    ),
+    (
+        Server::Modern,
+        "Mcp-Method repeated, the body's method first",
+        "head.rs `McpHeaders::read` keeps only the first `Mcp-Method`/`Mcp-Name` field (`headers.get`), where the version and session headers go through `check::single`: a repeated one passes when its first value agrees (MODERN-6)",
+    ),
+    (
+        Server::Modern,
+        "Mcp-Name repeated, the body's name first",
+        "head.rs `McpHeaders::read` keeps only the first `Mcp-Method`/`Mcp-Name` field (`headers.get`), where the version and session headers go through `check::single`: a repeated one passes when its first value agrees (MODERN-6)",
+    ),
+    (
+        Server::AllNoLegacy,
+        "Mcp-Method repeated, the body's method first",
+        "head.rs `McpHeaders::read` keeps only the first `Mcp-Method`/`Mcp-Name` field (`headers.get`), where the version and session headers go through `check::single`: a repeated one passes when its first value agrees (MODERN-6)",
+    ),
+    (
+        Server::AllNoLegacy,
+        "Mcp-Name repeated, the body's name first",
+        "head.rs `McpHeaders::read` keeps only the first `Mcp-Method`/`Mcp-Name` field (`headers.get`), where the version and session headers go through `check::single`: a repeated one passes when its first value agrees (MODERN-6)",
+    ),
+];
 
 const FULL: &[(&str, &str)] = &[
     ("mcp-protocol-version", MODERN),
@@ -183,6 +214,18 @@ const FULL: &[(&str, &str)] = &[
     ("mcp-name", "echo"),
 ];
 const NAMED_ONLY: &[(&str, &str)] = &[("mcp-method", "tools/call"), ("mcp-name", "echo")];
+const METHOD_TWICE: &[(&str, &str)] = &[
+    ("mcp-protocol-version", MODERN),
+    ("mcp-method", "tools/call"),
+    ("mcp-method", "tools/list"),
+    ("mcp-name", "echo"),
+];
+const NAME_TWICE: &[(&str, &str)] = &[
+    ("mcp-protocol-version", MODERN),
+    ("mcp-method", "tools/call"),
+    ("mcp-name", "echo"),
+    ("mcp-name", "other"),
+];
 const HEADER_2025: &[(&str, &str)] = &[("mcp-protocol-version", V2025)];
 const HEADER_2025_NAMED: &[(&str, &str)] = &[
     ("mcp-protocol-version", V2025),
@@ -486,6 +529,30 @@ fn rows() -> Vec<Row> {
                 Refused(400, -32020),
                 missing_session.clone(),
                 missing_session.clone(),
+            ],
+        },
+        // MODERN-6: a repeated `Mcp-Method` or `Mcp-Name` is malformed (its combined
+        // value, RFC 9110 §5.3, is not the body's), so -32020; an intermediary routing
+        // on the other value would disagree with what the server runs. On the
+        // session-only server -32022 comes first (MODERN-5).
+        Row {
+            name: "Mcp-Method repeated, the body's method first",
+            send: post(Sid::No, METHOD_TWICE, call(Some(META))),
+            expect: [
+                Refused(400, -32020),
+                Refused(400, -32020),
+                RefusedNaming(400, -32022),
+                Refused(400, -32020),
+            ],
+        },
+        Row {
+            name: "Mcp-Name repeated, the body's name first",
+            send: post(Sid::No, NAME_TWICE, call(Some(META))),
+            expect: [
+                Refused(400, -32020),
+                Refused(400, -32020),
+                RefusedNaming(400, -32022),
+                Refused(400, -32020),
             ],
         },
         // MODERN-24: a notification needs no `Mcp-Method`; 202. The session-only server
