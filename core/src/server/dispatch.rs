@@ -80,7 +80,8 @@ impl Server {
 
     /// A POST of the sessionless revision: checked ([`modern::check`], each failure its
     /// own error), then dispatched with no session: its answer is JSON or a stream of its
-    /// own without event ids (MODERN-10, MODERN-12). Where the endpoint does not serve
+    /// own without event ids (MODERN-10, MODERN-12). A refused `initialize` is told the
+    /// revisions served (MODERN-26). Where the endpoint does not serve
     /// the revision, a request that passes its checks is answered 400 with -32022 naming
     /// the revisions served (MODERN-5), which a dual-era client takes as the signal to
     /// fall back to `initialize` (MODERN-15).
@@ -107,7 +108,13 @@ impl Server {
                 Envelopes::Single(message),
             ),
             Err(invalid) => {
-                let refuse = Refuse::modern(&invalid, &self.supported()).id(message.id().cloned());
+                let supported = self.supported();
+                let mut refuse = Refuse::modern(&invalid, &supported).id(message.id().cloned());
+                // MODERN-26: any error to an `initialize` names the revisions served, so a
+                // client that tried the handshake here learns what to speak instead.
+                if message.kind() == Kind::Request && message.method() == Some("initialize") {
+                    refuse = refuse.naming(&supported);
+                }
                 self.refuse(x, refuse);
             }
         }

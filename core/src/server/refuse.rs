@@ -75,6 +75,18 @@ impl Refuse {
         refuse
     }
 
+    /// Names the revisions `served` in the error's `data.supported`, as -32022 does
+    /// (MODERN-5); an error that has its `data` keeps it. What the sessionless path tells
+    /// an `initialize` it refuses, so that a client learns the revisions from any error
+    /// to its handshake (MODERN-26).
+    pub(super) fn naming(mut self, served: &[ProtocolVersion]) -> Self {
+        if self.data.is_none() {
+            let supported: Vec<&str> = served.iter().map(|v| v.as_str()).collect();
+            self.data = Some(Box::new(serde_json::json!({ "supported": supported })));
+        }
+        self
+    }
+
     /// The `WWW-Authenticate` challenge of a 401.
     pub(super) fn challenge(mut self, challenge: Option<String>) -> Self {
         self.challenge = challenge;

@@ -9,7 +9,7 @@ use http::{Method, StatusCode};
 
 use super::Server;
 use super::check;
-use super::config::SessionMode;
+use super::config::{Eras, SessionMode};
 use super::head::McpHeaders;
 use super::ids::ExchangeId;
 use super::output::Era;
@@ -134,7 +134,11 @@ impl Server {
             };
         }
         let stateless = self.config.sessions == SessionMode::Stateless;
-        let sessionless = mcp.era(self.config.eras, None) == Era::Sessionless;
+        // A GET or DELETE is sessionless (405, MODERN-2) only where that revision is
+        // served: a server of the session era alone serves GET and DELETE to its
+        // sessions, so it answers one under a modern header as the session era does.
+        let sessionless = self.config.eras.contains(Eras::MODERN)
+            && mcp.era(self.config.eras, None) == Era::Sessionless;
         let allow = match (
             stateless || sessionless,
             self.config.get_stream,
