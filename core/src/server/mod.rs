@@ -391,6 +391,9 @@ impl Server {
                 }
             }
             Timer::PollClose(x) => {
+                if let Some(e) = self.exchanges.get_mut(&x) {
+                    e.beats.poll_close = None;
+                }
                 let live = self
                     .exchanges
                     .get(&x)
@@ -562,6 +565,12 @@ impl Server {
         };
         if let Some(at) = e.stream_after {
             self.timers.remove(&(at, Timer::StreamAfter(x)));
+        }
+        if let Some(at) = e.beats.heartbeat {
+            self.timers.remove(&(at, Timer::Heartbeat(x)));
+        }
+        if let Some(at) = e.beats.poll_close {
+            self.timers.remove(&(at, Timer::PollClose(x)));
         }
         for r in &e.requests {
             if let Some(req) = self.requests.get_mut(r) {

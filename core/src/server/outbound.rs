@@ -644,10 +644,26 @@ impl Server {
             return;
         }
         if let Some(every) = self.config.heartbeat {
-            self.timers.insert((now + every, Timer::Heartbeat(x)));
+            self.arm_heartbeat(x, now + every);
         }
         if polls && let Some(after) = self.config.polling {
-            self.timers.insert((now + after, Timer::PollClose(x)));
+            let at = now + after;
+            if let Some(e) = self.exchanges.get_mut(&x) {
+                if let Some(old) = e.beats.poll_close.replace(at) {
+                    self.timers.remove(&(old, Timer::PollClose(x)));
+                }
+                self.timers.insert((at, Timer::PollClose(x)));
+            }
+        }
+    }
+
+    /// Puts `x`'s next heartbeat in the timers at `at`, in place of any earlier one.
+    fn arm_heartbeat(&mut self, x: ExchangeId, at: Instant) {
+        if let Some(e) = self.exchanges.get_mut(&x) {
+            if let Some(old) = e.beats.heartbeat.replace(at) {
+                self.timers.remove(&(old, Timer::Heartbeat(x)));
+            }
+            self.timers.insert((at, Timer::Heartbeat(x)));
         }
     }
 
@@ -751,11 +767,13 @@ impl Server {
     }
 
     /// A heartbeat is due on `x` if it wrote nothing for an interval (SSE-ENC-7).
+    /// Its entry has left the timers already.
     pub(super) fn heartbeat(&mut self, now: Instant, x: ExchangeId) {
-        let Some(every) = self.config.heartbeat else {
+        let Some(e) = self.exchanges.get_mut(&x) else {
             return;
         };
-        let Some(e) = self.exchanges.get(&x) else {
+        e.beats.heartbeat = None;
+        let Some(every) = self.config.heartbeat else {
             return;
         };
         if e.phase == Phase::Ended || e.carries.stream().is_none() {
@@ -763,10 +781,10 @@ impl Server {
         }
         let due = e.last_write + every;
         if due > now {
-            self.timers.insert((due, Timer::Heartbeat(x)));
+            self.arm_heartbeat(x, due);
             return;
         }
         self.push_data(x, Bytes::from_static(HEARTBEAT));
-        self.timers.insert((now + every, Timer::Heartbeat(x)));
+        self.arm_heartbeat(x, now + every);
     }
 }

@@ -150,6 +150,16 @@ pub(super) struct Exchange {
     /// When an awaiting POST turns into a stream, while its entry is in the timers (it is
     /// taken out as soon as a head is queued, so an answer given at once leaves none).
     pub(super) stream_after: Option<Instant>,
+    /// Its stream's next heartbeat and polling close, while their entries are in the
+    /// timers: taken out with the exchange, so a gone exchange leaves no deadline.
+    pub(super) beats: Beats,
+}
+
+/// The deadlines a streaming exchange holds in the timers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Beats {
+    pub(super) heartbeat: Option<Instant>,
+    pub(super) poll_close: Option<Instant>,
 }
 
 impl Exchange {
@@ -175,6 +185,7 @@ impl Exchange {
             requests: Vec::new(),
             last_write: now,
             stream_after: None,
+            beats: Beats::default(),
         }
     }
 }
