@@ -96,10 +96,12 @@ pub mod server;
 
 /// The sans-IO core this crate drives, re-exported: its
 /// [`server::Config`](mcpwire::server::Config), [`app`](mcpwire::app) types and SSE
-/// [`Item`](mcpwire::sse::Item)s appear in this crate's API.
+/// [`Item`]s appear in this crate's API.
 pub use mcpwire;
 
-/// The `http` crate of this crate's requests, responses and headers, re-exported.
+/// The `http` crate, re-exported: the core's and this crate's API speak its types (a
+/// client's endpoint [`Uri`](http::Uri) and headers, the request head an
+/// [`Authorizer`](mcpwire::server::Authorizer) is shown).
 pub use http;
 
 /// `serde_json`, re-exported: tools take their arguments and give their results as its
