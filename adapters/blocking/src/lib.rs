@@ -1,4 +1,43 @@
-//! Drives the mcpwire core with blocking IO.
+//! Drives the mcpwire core with blocking IO: an MCP server on `std::net`, an MCP client
+//! on `ureq`, SSE reading and writing.
+//!
+//! # A server
+//!
+//! One tool, served on `http://127.0.0.1:8080/mcp` by [`server::serve`] (threads of its
+//! own, no async runtime) until the process ends. This crate re-exports what an
+//! embedder needs besides: [`mcpwire`], [`http`], [`serde_json`] and the operating
+//! system's random generator, [`OsEntropy`].
+//!
+//! ```no_run
+//! use std::net::TcpListener;
+//! use std::sync::Arc;
+//!
+//! use mcpwire_blocking::app::{Call, Tools, text_result};
+//! use mcpwire_blocking::mcpwire::server::Config;
+//! use mcpwire_blocking::serde_json::{Value, json};
+//! use mcpwire_blocking::server::{ServeOptions, serve};
+//!
+//! fn main() -> std::io::Result<()> {
+//!     let tools = Tools::new().with_tool(
+//!         "echo",
+//!         "Echoes its text.",
+//!         json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+//!         |_: &Call, arguments: Value| {
+//!             Ok(text_result(arguments["text"].as_str().unwrap_or_default()))
+//!         },
+//!     );
+//!     let listener = TcpListener::bind("127.0.0.1:8080")?;
+//!     let entropy = Box::new(mcpwire_blocking::OsEntropy);
+//!     let server = serve(listener, Config::new(), entropy, Arc::new(tools), ServeOptions::new())?;
+//!     println!("serving http://{}/mcp", server.local_addr());
+//!     // Dropping the handle stops the server (or `server.shutdown(grace)`).
+//!     loop {
+//!         std::thread::park();
+//!     }
+//! }
+//! ```
+//!
+//! # What is here
 //!
 //! This crate owns the `std::io` side and nothing else: it reads bytes, hands them to the
 //! sans-IO core unchanged and returns what the core decoded. Every protocol decision is
@@ -14,7 +53,7 @@
 //!   handler per request on threads of its own, and a typed tool table.
 //! - [`client`]: an MCP client on `ureq`, a thread per HTTP exchange over one core.
 //!
-//! # Example
+//! # Reading SSE
 //!
 //! ```
 //! use mcpwire::sse::Item;
@@ -35,6 +74,25 @@ pub mod server;
 mod writer;
 
 pub use writer::SseWriter;
+
+/// The sans-IO core this crate drives, re-exported: its
+/// [`server::Config`](mcpwire::server::Config), [`app`](mcpwire::app) types and SSE
+/// [`Item`]s appear in this crate's API.
+pub use mcpwire;
+
+/// The `http` crate, re-exported: the core's and this crate's API speak its types (a
+/// client's endpoint [`Uri`](http::Uri) and headers, the request head an
+/// [`Authorizer`](mcpwire::server::Authorizer) is shown).
+pub use http;
+
+/// `serde_json`, re-exported: tools take their arguments and give their results as its
+/// [`Value`](serde_json::Value)s ([`app::Tools`]).
+pub use serde_json;
+
+/// The operating system's random generator, re-exported from [`mcpwire`]: the entropy
+/// source to give a server in production, `Box::new(mcpwire_blocking::OsEntropy)`
+/// (session ids must not be guessable).
+pub use mcpwire::OsEntropy;
 
 use std::error::Error;
 use std::fmt;

@@ -1,4 +1,47 @@
-//! Drives the mcpwire core with tokio IO.
+//! Drives the mcpwire core with tokio IO: an MCP server as a tower service, an MCP
+//! client, SSE streams.
+//!
+//! # A server in an axum app
+//!
+//! One tool, served on `/mcp` beside an ordinary route. [`app::mount`] makes the
+//! [`McpService`](server::McpService), a tower service that axum mounts with
+//! `nest_service` or `route_service` alike: the core answers the endpoint's path
+//! (`/mcp` by default) whole and as the `/` a nesting router hands on
+//! ([`Config::with_endpoint`](mcpwire::server::Config::with_endpoint)). This crate
+//! re-exports what an embedder needs besides axum and tokio: [`mcpwire`], [`http`],
+//! [`serde_json`] and the operating system's random generator, [`OsEntropy`].
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use mcpwire_tokio::app::{self, Call, Tools, text_result};
+//! use mcpwire_tokio::mcpwire::server::Config;
+//! use mcpwire_tokio::serde_json::{Value, json};
+//!
+//! #[tokio::main]
+//! async fn main() -> std::io::Result<()> {
+//!     let tools = Tools::new().with_tool(
+//!         "echo",
+//!         "Echoes its text.",
+//!         json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+//!         |_: Call, arguments: Value| async move {
+//!             Ok(text_result(arguments["text"].as_str().unwrap_or_default()))
+//!         },
+//!     );
+//!     // Must be called within the runtime: the service's timer runs on it.
+//!     let mcp = app::mount(Config::new(), Box::new(mcpwire_tokio::OsEntropy), Arc::new(tools));
+//!     let router = axum::Router::new()
+//!         .route("/health", axum::routing::get(|| async { "ok" }))
+//!         .nest_service("/mcp", mcp);
+//!     let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//!     axum::serve(listener, router).await
+//! }
+//! ```
+//!
+//! Without axum, [`server::serve`] accepts on a `TcpListener` itself, with bounded,
+//! timed connections.
+//!
+//! # What is here
 //!
 //! This crate owns the async IO side and nothing else: it polls a byte source, hands the
 //! bytes to the sans-IO core unchanged and returns what the core decoded. Every protocol
@@ -17,6 +60,8 @@
 //!   place, [`app::run`] from the channel.
 //! - SSE readers, below.
 //!
+//! # SSE streams
+//!
 //! Three ways in, one decoder ([`mcpwire::sse::Decoder`]) behind each, all of them
 //! [`Stream`]s of `Result<Item, SseError<E>>`:
 //!
@@ -29,8 +74,6 @@
 //! Each yields an item as soon as the chunk holding its blank line has arrived; chunks
 //! are handed to the decoder as `Bytes` without a copy. At end of input the decoder is
 //! finished (an unterminated event is discarded, SSE-PARSE-19) and the stream ends.
-//!
-//! # Example
 //!
 //! ```
 //! use bytes::Bytes;
@@ -50,6 +93,25 @@
 pub mod app;
 pub mod client;
 pub mod server;
+
+/// The sans-IO core this crate drives, re-exported: its
+/// [`server::Config`](mcpwire::server::Config), [`app`](mcpwire::app) types and SSE
+/// [`Item`]s appear in this crate's API.
+pub use mcpwire;
+
+/// The `http` crate, re-exported: the core's and this crate's API speak its types (a
+/// client's endpoint [`Uri`](http::Uri) and headers, the request head an
+/// [`Authorizer`](mcpwire::server::Authorizer) is shown).
+pub use http;
+
+/// `serde_json`, re-exported: tools take their arguments and give their results as its
+/// [`Value`](serde_json::Value)s ([`app::Tools`]).
+pub use serde_json;
+
+/// The operating system's random generator, re-exported from [`mcpwire`]: the entropy
+/// source to give a server in production, `Box::new(mcpwire_tokio::OsEntropy)` (session
+/// ids must not be guessable).
+pub use mcpwire::OsEntropy;
 
 use std::error::Error;
 use std::fmt;

@@ -90,12 +90,14 @@ pub enum Allow {
 }
 
 /// The paths of the legacy HTTP+SSE transport (2024-11-05, LEGACY-1), served beside the
-/// Streamable HTTP endpoint (LEGACY-5).
+/// Streamable HTTP endpoint (LEGACY-5): the paths clients call, whole, also where a
+/// router nests the service and strips its prefix ([`Config::with_endpoint`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LegacyPaths {
     /// The SSE endpoint a legacy client GETs (the SDKs' default is `/sse`).
     pub sse: String,
-    /// The POST endpoint announced in the `endpoint` event, with `?sessionId=`.
+    /// The POST endpoint announced in the `endpoint` event, with `?sessionId=`, as it
+    /// is written here (LEGACY-2).
     pub messages: String,
 }
 
@@ -210,6 +212,15 @@ impl Config {
 
     /// The path of the Streamable HTTP endpoint (HTTP-POST-1); requests to any other
     /// path (and not to the legacy paths) get 404.
+    ///
+    /// This and the [legacy paths](Self::with_legacy) are the paths clients call, and
+    /// the service answers them where a router nests it too: a request may name one of
+    /// them by a tail of whole segments, what a router that strips the prefix it nests
+    /// the service under passes on (axum's `nest_service("/mcp", …)` hands `/mcp` on as
+    /// `/`, `/mcp/sse` as `/sse`; `route_service("/mcp", …)` hands on `/mcp`). So the
+    /// default `/mcp` serves `nest_service("/mcp", …)` and `route_service("/mcp", …)`
+    /// alike. A path one of them has whole wins; then the endpoint's tail, the legacy
+    /// SSE path's, the messages path's (on a server of its own, `/` is the endpoint too).
     pub fn with_endpoint(mut self, path: impl Into<String>) -> Self {
         self.endpoint = path.into();
         self

@@ -9,12 +9,54 @@ use http::{Method, StatusCode};
 
 use super::Server;
 use super::check;
-use super::config::{Eras, SessionMode};
+use super::config::{Config, Eras, SessionMode};
 use super::head::McpHeaders;
 use super::ids::ExchangeId;
 use super::output::Era;
 use super::refuse::{Refuse, session_not_found};
 use super::state::{Body, Exchange, Phase, Route};
+
+/// Which of the configured paths a request is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Served {
+    /// The MCP endpoint ([`Config::endpoint`]).
+    Endpoint,
+    /// The legacy SSE path ([`LegacyPaths::sse`](super::LegacyPaths::sse)).
+    LegacySse,
+    /// The legacy messages path ([`LegacyPaths::messages`](super::LegacyPaths::messages)).
+    LegacyMessages,
+}
+
+/// The configured path a request's `path` stands for (HTTP-POST-1, LEGACY-1): the
+/// configured paths are the ones clients call, and a request names one of them either
+/// whole or by a tail of whole segments: what a router that nests the service under a
+/// prefix and strips it passes on (axum's `nest_service("/mcp", …)` hands `/mcp` on as
+/// `/`, `/mcp/sse` as `/sse`), `/` standing for the whole path. A path one of them has
+/// whole wins; then the endpoint's tail, the legacy SSE path's, the messages path's.
+pub(super) fn served_path(config: &Config, path: &str) -> Option<Served> {
+    let legacy = config.legacy.as_ref();
+    let configured = [
+        (Served::Endpoint, Some(config.endpoint.as_str())),
+        (Served::LegacySse, legacy.map(|l| l.sse.as_str())),
+        (Served::LegacyMessages, legacy.map(|l| l.messages.as_str())),
+    ];
+    let find = |matches: fn(&str, &str) -> bool| {
+        configured
+            .iter()
+            .find(|(_, c)| c.is_some_and(|c| matches(c, path)))
+            .map(|&(served, _)| served)
+    };
+    find(|c, p| c == p).or_else(|| find(is_tail))
+}
+
+/// Whether `path` is what is left of `configured` once a router stripped a prefix of
+/// whole segments from it: `/` for all of it, `/b` or `/a/b` of `/x/a/b`.
+fn is_tail(configured: &str, path: &str) -> bool {
+    if path == "/" {
+        return configured.len() > 1;
+    }
+    path.starts_with('/') && configured.len() > path.len() && configured.ends_with(path)
+}
 
 impl Server {
     /// A request head arrived: returns the exchange it opens. The head may be answered
@@ -70,14 +112,11 @@ impl Server {
         head: &http::request::Parts,
         mcp: &McpHeaders,
     ) -> Result<Route, Refuse> {
-        let path = head.uri.path();
-        let legacy = self.config.legacy.as_ref();
-        let endpoint = path == self.config.endpoint;
-        let legacy_sse = legacy.is_some_and(|l| path == l.sse);
-        let legacy_post = legacy.is_some_and(|l| path == l.messages);
-        if !endpoint && !legacy_sse && !legacy_post {
+        let Some(served) = served_path(&self.config, head.uri.path()) else {
             return Err(Refuse::new(StatusCode::NOT_FOUND, self.not_found_message()));
-        }
+        };
+        let legacy_sse = served == Served::LegacySse;
+        let legacy_post = served == Served::LegacyMessages;
         if !check::host_allowed(&head.headers, &head.uri, &self.config.hosts) {
             return Err(Refuse::new(StatusCode::FORBIDDEN, "host not allowed"));
         }
@@ -255,5 +294,54 @@ impl Server {
     pub fn handle_disconnect(&mut self, now: Instant, exchange: ExchangeId) {
         self.clock(now);
         self.forget_exchange(exchange);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Config, Served, served_path};
+    use crate::server::LegacyPaths;
+
+    #[test]
+    fn http_post_1_a_nested_service_is_called_by_a_tail_of_its_paths() {
+        let config = Config::new().with_legacy(Some(LegacyPaths {
+            sse: "/mcp/sse".into(),
+            messages: "/mcp/messages".into(),
+        }));
+        for (path, served) in [
+            // Called whole (a router that keeps the path, or none).
+            ("/mcp", Some(Served::Endpoint)),
+            ("/mcp/sse", Some(Served::LegacySse)),
+            ("/mcp/messages", Some(Served::LegacyMessages)),
+            // Nested under `/mcp`, the prefix stripped.
+            ("/", Some(Served::Endpoint)),
+            ("/sse", Some(Served::LegacySse)),
+            ("/messages", Some(Served::LegacyMessages)),
+            // Not a tail of whole segments, or not one of these paths.
+            ("/cp", None),
+            ("mcp", None),
+            ("", None),
+            ("/mcp/", None),
+            ("/other", None),
+            ("/x/mcp", None),
+        ] {
+            assert_eq!(served_path(&config, path), served, "{path:?}");
+        }
+    }
+
+    #[test]
+    fn legacy_1_a_path_had_whole_wins_over_a_tail() {
+        // `/sse` is the legacy path whole, and no tail of the endpoint's.
+        let config = Config::new()
+            .with_endpoint("/api/mcp")
+            .with_legacy(Some(LegacyPaths::default()));
+        assert_eq!(served_path(&config, "/sse"), Some(Served::LegacySse));
+        assert_eq!(served_path(&config, "/mcp"), Some(Served::Endpoint));
+        // `/` is a tail of each: the endpoint's first.
+        assert_eq!(served_path(&config, "/"), Some(Served::Endpoint));
+        // The endpoint `/`: only `/` (a service nested with `with_endpoint("/")`).
+        let root = Config::new().with_endpoint("/");
+        assert_eq!(served_path(&root, "/"), Some(Served::Endpoint));
+        assert_eq!(served_path(&root, "/mcp"), None);
     }
 }
