@@ -112,7 +112,12 @@ fn main() {
                 continue;
             }
             let row = runtime
-                .block_on(load(addr, proto, concurrency, Duration::from_secs_f64(secs)))
+                .block_on(load(
+                    addr,
+                    proto,
+                    concurrency,
+                    Duration::from_secs_f64(secs),
+                ))
                 .unwrap_or_else(|e| panic!("{addr}: {e}"));
             println!(
                 "{addr} concurrency {concurrency}: {:.0} req/s, p50 {:.3} ms, p99 {:.3} ms",
@@ -610,7 +615,12 @@ async fn rps(measure: Duration) {
         [
             vec![
                 bare("floor-json"),
-                mcpwire("mcpwire", "--no-legacy --json-response", Proto::Modern, false),
+                mcpwire(
+                    "mcpwire",
+                    "--no-legacy --json-response",
+                    Proto::Modern,
+                    false,
+                ),
                 Server::start("rmcp", "rmcp-modern-json", "", Proto::Modern, false),
             ],
             vec![
