@@ -19,7 +19,9 @@
 //!   (a client drops a tool whose annotations fail, and logs the [`SchemaError`]);
 //!   [`Mirrors::check`] then checks a `tools/call`'s arguments against its `Mcp-Param-*`
 //!   headers in one pass (server), and [`Mirrors::encode`] produces them (client);
-//! - [`check_name`]: the `Mcp-Name` check of a request (server).
+//! - [`check_name`]: the `Mcp-Name` check of a request (server);
+//! - [`ToolMirrors`]: every tool's [`Mirrors`], by name, the table a
+//!   [`server::Config`](crate::server::Config) checks `tools/call` against.
 //!
 //! ```
 //! use mcpwire::mirror::{self, Mirrors};
@@ -89,6 +91,7 @@
 //!   not keywords. The walk is iterative: no schema depth overflows the stack.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 
 use base64::Engine as _;
@@ -863,6 +866,137 @@ impl fmt::Display for SchemaError {
 }
 
 impl std::error::Error for SchemaError {}
+
+// ---------------------------------------------------------------------------------------
+// A server's tools (MODERN-7)
+// ---------------------------------------------------------------------------------------
+
+/// The mirrored arguments of the tools a server serves, by tool name (MODERN-7): what its
+/// core checks each 2026-07-28 `tools/call` against
+/// ([`Config::with_tool_mirrors`](crate::server::Config::with_tool_mirrors)).
+///
+/// Only tools with at least one annotation are kept: a tool absent from the table mirrors
+/// nothing, and its calls are checked for `Mcp-Name` alone. Looking a tool up is one
+/// ordered-map lookup (no hashing, so no random seed).
+///
+/// ```
+/// use mcpwire::mirror::ToolMirrors;
+/// use serde_json::json;
+///
+/// let region = json!({"type": "object", "properties": {
+///     "region": {"type": "string", "x-mcp-header": "Region"}}});
+/// let plain = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+/// let tools = ToolMirrors::from_schemas([("deploy", &region), ("echo", &plain)])?;
+/// assert_eq!(tools.len(), 1);
+/// assert!(tools.get("echo").is_none());
+/// assert_eq!(tools.get("deploy").map(|m| m.len()), Some(1));
+/// # Ok::<(), mcpwire::mirror::ToolSchemaError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolMirrors {
+    // INVARIANT: no entry is empty.
+    tools: BTreeMap<String, Mirrors>,
+}
+
+impl ToolMirrors {
+    /// An empty table: no tool mirrors anything.
+    pub const fn new() -> Self {
+        Self {
+            tools: BTreeMap::new(),
+        }
+    }
+
+    /// The table of tools given as (name, `inputSchema`) pairs, each schema read with
+    /// [`Mirrors::from_input_schema`]. A name given twice keeps its first schema's
+    /// mirrors, as a tool table routes a call to the first tool of that name.
+    ///
+    /// # Errors
+    ///
+    /// The first tool, in the order given, whose annotations are invalid, named, with
+    /// its [`SchemaError`]: a server must not serve a tool whose calls it cannot check.
+    pub fn from_schemas<'a, N: Into<String>>(
+        tools: impl IntoIterator<Item = (N, &'a Value)>,
+    ) -> Result<Self, ToolSchemaError> {
+        let mut table = Self::new();
+        for (name, schema) in tools {
+            let name = name.into();
+            let mirrors = match Mirrors::from_input_schema(schema) {
+                Ok(mirrors) => mirrors,
+                Err(error) => return Err(ToolSchemaError { tool: name, error }),
+            };
+            if !mirrors.is_empty() {
+                table.tools.entry(name).or_insert(mirrors);
+            }
+        }
+        Ok(table)
+    }
+
+    /// Sets `tool`'s mirrors, returning those it replaces; empty `mirrors` remove the
+    /// tool (a tool that mirrors nothing needs no entry).
+    pub fn insert(&mut self, tool: impl Into<String>, mirrors: Mirrors) -> Option<Mirrors> {
+        let tool = tool.into();
+        if mirrors.is_empty() {
+            self.tools.remove(&tool)
+        } else {
+            self.tools.insert(tool, mirrors)
+        }
+    }
+
+    /// Removes `tool`, returning its mirrors.
+    pub fn remove(&mut self, tool: &str) -> Option<Mirrors> {
+        self.tools.remove(tool)
+    }
+
+    /// The mirrors of `tool`: `None` when it mirrors nothing (or is unknown).
+    pub fn get(&self, tool: &str) -> Option<&Mirrors> {
+        self.tools.get(tool)
+    }
+
+    /// How many tools mirror at least one argument.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether no tool mirrors anything.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The tools and their mirrors, by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Mirrors)> {
+        self.tools.iter().map(|(name, m)| (name.as_str(), m))
+    }
+
+    /// The most arguments one tool mirrors (0 for an empty table): a server reads at
+    /// least this many `Mcp-Param-*` headers, so a conforming call is never refused as
+    /// having too many. Walks the table.
+    pub fn widest(&self) -> usize {
+        self.tools.values().map(Mirrors::len).max().unwrap_or(0)
+    }
+}
+
+/// A tool whose `inputSchema` has an invalid `x-mcp-header` annotation
+/// ([`ToolMirrors::from_schemas`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolSchemaError {
+    /// The tool's name.
+    pub tool: String,
+    /// What is wrong with its schema.
+    pub error: SchemaError,
+}
+
+impl fmt::Display for ToolSchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "tool {:?}: {}", self.tool, self.error)
+    }
+}
+
+impl std::error::Error for ToolSchemaError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
 
 /// Validates one annotation found on `schema` (at `pointer`, reached by `path` when only
 /// `properties` keys led there).
@@ -1722,6 +1856,52 @@ mod tests {
         assert_eq!(mirrors.iter().next().unwrap().path().len(), 3_000);
         // serde_json drops a value recursively, which this depth overflows: leak it.
         std::mem::forget(schema);
+    }
+
+    #[test]
+    fn modern_7_tool_table_keeps_tools_with_mirrors() {
+        let plain = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+        let first = tool_schema();
+        let second = json!({"type": "object", "properties": {
+            "a": {"type": "string", "x-mcp-header": "A"},
+            "b": {"type": "integer", "x-mcp-header": "B"}}});
+        let tools =
+            ToolMirrors::from_schemas([("echo", &plain), ("t", &first), ("t", &second)]).unwrap();
+        assert_eq!(tools.len(), 1, "a tool that mirrors nothing has no entry");
+        assert!(tools.get("echo").is_none());
+        assert_eq!(
+            tools.get("t"),
+            Some(&Mirrors::from_input_schema(&first).unwrap()),
+            "a name given twice keeps its first schema"
+        );
+        assert_eq!(tools.widest(), 1);
+        let mut tools = tools;
+        let wide = Mirrors::from_input_schema(&second).unwrap();
+        assert!(tools.insert("w", wide.clone()).is_none());
+        assert_eq!(tools.widest(), 2);
+        assert_eq!(tools.insert("w", Mirrors::default()), Some(wide));
+        assert!(tools.get("w").is_none(), "empty mirrors remove the tool");
+        assert_eq!(tools.iter().map(|(n, _)| n).collect::<Vec<_>>(), ["t"]);
+        assert!(tools.remove("t").is_some());
+        assert!(tools.is_empty());
+        assert_eq!(tools.widest(), 0);
+    }
+
+    #[test]
+    fn modern_7_tool_table_names_the_first_invalid_tool() {
+        let good = tool_schema();
+        let bad = json!({"type": "object", "properties": {
+            "n": {"type": "number", "x-mcp-header": "N"}}});
+        let e = ToolMirrors::from_schemas([("good", &good), ("bad", &bad), ("worse", &bad)])
+            .unwrap_err();
+        assert_eq!(e.tool, "bad");
+        assert_eq!(e.error, Mirrors::from_input_schema(&bad).unwrap_err());
+        assert!(
+            e.to_string()
+                .starts_with("tool \"bad\": invalid x-mcp-header at /properties/n"),
+            "{e}"
+        );
+        assert!(std::error::Error::source(&e).is_some());
     }
 
     #[test]

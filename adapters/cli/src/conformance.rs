@@ -77,6 +77,15 @@ fn schema_2020_12() -> Value {
     })
 }
 
+/// Every tool's name and input schema, for the core to check the `Mcp-Param-*` headers
+/// of a call of `test_x_mcp_header` (MODERN-7, `Config::with_tool_mirrors`).
+pub(crate) fn tool_schemas() -> Vec<(&'static str, Value)> {
+    tool_list()
+        .into_iter()
+        .map(|(name, _, schema)| (name, schema))
+        .collect()
+}
+
 /// Every tool: name, description, input schema. `test_simple_text` comes first: a
 /// header-validation scenario calls the first tool with no arguments.
 fn tool_list() -> Vec<(&'static str, &'static str, Value)> {

@@ -15,6 +15,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use mcpwire::conn::Limits;
+use mcpwire::mirror::ToolMirrors;
 use mcpwire::server::{Allow, Config, Eras, Event, LegacyPaths, ResponseMode, SessionMode};
 use mcpwire_tokio::app::{self, CallError, Tools, text_result};
 use mcpwire_tokio::server::{ServeOptions, serve_tls_with, serve_with};
@@ -257,6 +258,7 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
         // Reached by name from elsewhere: the Host check must not pin it to loopback.
         config = config.with_hosts(Allow::Any);
     }
+    config = config.with_tool_mirrors(tool_mirrors(conformance));
     Ok(Some(Options {
         addr_text,
         addrs,
@@ -411,8 +413,8 @@ struct SlowCount {
 
 /// The [`Config`] `mcpwire serve ARGS` serves with: the options parsed as the command
 /// parses them (`--addr` changes it only for a non-loopback address, which admits any
-/// `Host`; `--blocking` and `--conformance` choose the driver and the handler, not the
-/// configuration).
+/// `Host`; `--blocking` and `--conformance` choose the driver and the handler, and
+/// `--conformance` the served tools' mirrored arguments, MODERN-7).
 ///
 /// # Errors
 /// The usage error `mcpwire serve` would print, or a note that `--help` asks for no
@@ -425,6 +427,34 @@ pub fn config<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Result<Config, String> {
     }
 }
 
+/// `echo`'s input schema.
+fn echo_schema() -> serde_json::Value {
+    json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+}
+
+/// `slow_count`'s input schema.
+fn slow_count_schema() -> serde_json::Value {
+    json!({"type": "object", "properties": {"n": {"type": "integer"}, "delay_ms": {"type": "integer"}}, "required": ["n"]})
+}
+
+/// The served tools' mirrored arguments (MODERN-7), which the core checks a 2026-07-28
+/// `tools/call`'s `Mcp-Param-*` headers against: the conformance fixture's with
+/// `--conformance` (its `test_x_mcp_header`), else the reference tools' (none mirror an
+/// argument today; the table follows their schemas if one comes to).
+///
+/// # Panics
+///
+/// If a served tool's annotations are invalid: fixed schemas, which the tests read.
+fn tool_mirrors(conformance: bool) -> ToolMirrors {
+    let schemas = if conformance {
+        crate::conformance::tool_schemas()
+    } else {
+        vec![("echo", echo_schema()), ("slow_count", slow_count_schema())]
+    };
+    ToolMirrors::from_schemas(schemas.iter().map(|(name, schema)| (*name, schema)))
+        .unwrap_or_else(|e| panic!("a served tool's x-mcp-header annotation: {e}"))
+}
+
 /// The reference tools on `mcpwire-tokio`: `echo {text}` returns its text; `slow_count
 /// {n, delay_ms}` sends one `notifications/progress` per step, `delay_ms` apart, when the
 /// request carries a progress token, and then answers its count (`n` at most 10,000).
@@ -434,13 +464,13 @@ pub fn tools() -> Tools {
         .with_tool(
             "echo",
             "Returns its text.",
-            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+            echo_schema(),
             |_call, args: Echo| async move { Ok(text_result(&args.text)) },
         )
         .with_tool(
             "slow_count",
             "Counts to n, one progress notification per step, delay_ms apart.",
-            json!({"type": "object", "properties": {"n": {"type": "integer"}, "delay_ms": {"type": "integer"}}, "required": ["n"]}),
+            slow_count_schema(),
             |call, args: SlowCount| async move {
                 if args.n > 10_000 {
                     return Err(CallError::invalid_params("n is at most 10000"));
@@ -466,13 +496,13 @@ pub fn blocking_tools() -> mcpwire_blocking::app::Tools {
         .with_tool(
             "echo",
             "Returns its text.",
-            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+            echo_schema(),
             |_call, args: Echo| Ok(text_result(&args.text)),
         )
         .with_tool(
             "slow_count",
             "Counts to n, one progress notification per step, delay_ms apart.",
-            json!({"type": "object", "properties": {"n": {"type": "integer"}, "delay_ms": {"type": "integer"}}, "required": ["n"]}),
+            slow_count_schema(),
             |call, args: SlowCount| {
                 if args.n > 10_000 {
                     return Err(CallError::invalid_params("n is at most 10000"));
@@ -780,6 +810,26 @@ mod tests {
             let args = [OsString::from("--eras"), OsString::from(bad)];
             assert!(parse(&args).is_err(), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn modern_7_conformance_serves_the_fixture_s_mirrors() {
+        let config = |args: &[&str]| {
+            let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+            parse(&args).unwrap().unwrap().config
+        };
+        let fixture = config(&["--conformance"]);
+        let mirrors = fixture.tool_mirrors();
+        assert_eq!(mirrors.len(), 1, "{mirrors:?}");
+        let header = mirrors.get("test_x_mcp_header").map(|m| {
+            m.iter()
+                .map(mcpwire::mirror::Mirrored::header_name)
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(header, Some(vec!["Mcp-Param-Value".to_owned()]));
+        // The reference tools mirror nothing (their schemas have no annotation).
+        assert!(config(&[]).tool_mirrors().is_empty());
+        assert!(config(&["--blocking"]).tool_mirrors().is_empty());
     }
 
     #[test]

@@ -5,7 +5,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::mirror::ToolMirrors;
 use crate::resume::StoreLimits;
+
+/// The `Mcp-Param-*` headers a request's head keeps by default
+/// ([`Config::with_max_param_headers`]).
+pub const DEFAULT_MAX_PARAM_HEADERS: usize = 64;
+
+/// The table [`Config::tool_mirrors`] reads when none was set.
+static NO_MIRRORS: ToolMirrors = ToolMirrors::new();
 
 /// How a request's response is carried (docs/requirements.md §14.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -143,6 +151,12 @@ pub struct Config {
     pub(super) shard: (usize, usize),
     /// The sessions held by every shard of the endpoint, when there are several.
     pub(super) budget: Option<SessionBudget>,
+    /// Every tool's mirrored arguments (MODERN-7), shared by the shards; `None`: none.
+    tool_mirrors: Option<Arc<ToolMirrors>>,
+    /// The most arguments one tool of `tool_mirrors` mirrors ([`ToolMirrors::widest`]).
+    widest_mirrors: usize,
+    /// [`Config::with_max_param_headers`].
+    max_param_headers: usize,
 }
 
 /// The sessions the shards of one endpoint hold together, so that
@@ -202,6 +216,9 @@ impl Config {
             store: StoreLimits::new(),
             shard: (0, 1),
             budget: None,
+            tool_mirrors: None,
+            widest_mirrors: 0,
+            max_param_headers: DEFAULT_MAX_PARAM_HEADERS,
         }
     }
 
@@ -407,6 +424,52 @@ impl Config {
     pub fn with_linger(mut self, linger: Duration) -> Self {
         self.linger = crate::duration::bounded(linger);
         self
+    }
+
+    /// The mirrored arguments of the tools the application serves (MODERN-7, MODERN-8):
+    /// a 2026-07-28 `tools/call` of a tool in `tools` must carry each argument the tool
+    /// marks with `x-mcp-header` in its `Mcp-Param-{Name}` header, or is answered 400 with
+    /// -32020. A tool not in the table is checked for `Mcp-Name` alone. None by default.
+    /// The table is shared, not copied, by [`shards`](Self::shards); an application whose
+    /// tools change replaces it with [`Server::set_tool_mirrors`](super::Server::set_tool_mirrors).
+    pub fn with_tool_mirrors(mut self, tools: impl Into<Arc<ToolMirrors>>) -> Self {
+        self.set_tool_mirrors(tools.into());
+        self
+    }
+
+    /// The tools' mirrored arguments the server checks calls against.
+    pub fn tool_mirrors(&self) -> &ToolMirrors {
+        self.tool_mirrors.as_deref().unwrap_or(&NO_MIRRORS)
+    }
+
+    /// Replaces the table (and the widest tool it holds, read once here).
+    pub(super) fn set_tool_mirrors(&mut self, tools: Arc<ToolMirrors>) {
+        self.widest_mirrors = tools.widest();
+        self.tool_mirrors = (!tools.is_empty()).then_some(tools);
+    }
+
+    /// The most `Mcp-Param-*` header fields a request's head keeps (a repeated field
+    /// counts once per value), [`DEFAULT_MAX_PARAM_HEADERS`] (64) by default, so a head
+    /// cannot make the server hold more than this many. Raised, if need be, to the most
+    /// arguments one tool of [`with_tool_mirrors`](Self::with_tool_mirrors) mirrors, so
+    /// a conforming call is never refused. Only a request whose `Mcp-Method` is
+    /// `tools/call` keeps them at all. A 2026-07-28 `tools/call` of a tool with mirrors
+    /// that carries more is answered 400 with -32020: the header its check needs could be
+    /// among those not kept. Any other request ignores them, as it ignores every
+    /// `Mcp-Param-*` header (intermediaries may add some).
+    pub fn with_max_param_headers(mut self, headers: usize) -> Self {
+        self.max_param_headers = headers;
+        self
+    }
+
+    /// The most `Mcp-Param-*` header fields a request's head keeps, as configured.
+    pub fn max_param_headers(&self) -> usize {
+        self.max_param_headers
+    }
+
+    /// The bound heads are read with: the configured one, or the widest tool's count.
+    pub(super) fn param_header_limit(&self) -> usize {
+        self.max_param_headers.max(self.widest_mirrors)
     }
 
     /// The event store's bounds (rings, the byte budget, each ring's retention).

@@ -79,7 +79,7 @@ impl Server {
     }
 
     /// A POST of the sessionless revision: checked ([`modern::check`], each failure its
-    /// own error), then dispatched with no session: its answer is JSON or a stream of its
+    /// own error; a `tools/call` against the tools' mirrors too, MODERN-7), then dispatched with no session: its answer is JSON or a stream of its
     /// own without event ids (MODERN-10, MODERN-12). A refused `initialize` is told the
     /// revisions served (MODERN-26). Where the endpoint does not serve
     /// the revision, a request that passes its checks is answered 400 with -32022 naming
@@ -98,7 +98,8 @@ impl Server {
                 return self.refuse(x, refuse);
             }
         };
-        match modern::check(&self.exchanges[&x].headers, &message, served) {
+        let headers = &self.exchanges[&x].headers;
+        match modern::check(headers, &message, served, self.config.tool_mirrors()) {
             Ok(checked) => self.dispatch(
                 now,
                 x,

@@ -4,12 +4,14 @@
 use std::net::IpAddr;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 
 /// `Mcp-Method` (MODERN-6).
 const MCP_METHOD: &str = "mcp-method";
 /// `Mcp-Name` (MODERN-6).
 const MCP_NAME: &str = "mcp-name";
+/// The prefix of `Mcp-Param-{Name}` (MODERN-7), as `http` spells names: lowercase.
+const MCP_PARAM_PREFIX: &str = "mcp-param-";
 
 use super::check::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use super::config::Eras;
@@ -52,8 +54,49 @@ pub(super) struct McpHeaders {
     pub(super) method: Option<HeaderValue>,
     /// `Mcp-Name` (MODERN-6).
     pub(super) name: Option<HeaderValue>,
+    /// `Mcp-Param-*` (MODERN-7), kept only when `Mcp-Method` is `tools/call`.
+    pub(super) params: ParamHeaders,
     /// The peer's address, when the driver put one in the head ([`PeerAddr`]).
     pub(super) peer: Option<IpAddr>,
+}
+
+/// The `Mcp-Param-*` fields of a request (MODERN-7), as received, up to a bound: what a
+/// `tools/call` of a tool with mirrors is checked against once its body is read.
+/// Empty, and unallocated, for a request that sends none.
+#[derive(Debug, Default)]
+pub(super) struct ParamHeaders {
+    kept: Vec<(HeaderName, HeaderValue)>,
+    /// How many there were, kept or not.
+    count: usize,
+}
+
+impl ParamHeaders {
+    /// The `Mcp-Param-*` fields of `headers` (every value of a repeated one), the first
+    /// `max` kept: values are reference-counted, not copied.
+    fn read(headers: &HeaderMap, max: usize) -> Self {
+        let mut params = Self::default();
+        for (name, value) in headers {
+            if name.as_str().starts_with(MCP_PARAM_PREFIX) {
+                params.count += 1;
+                if params.kept.len() < max {
+                    params.kept.push((name.clone(), value.clone()));
+                }
+            }
+        }
+        params
+    }
+
+    /// The fields kept, as the (name, value) pairs [`Mirrors::check`] takes.
+    ///
+    /// [`Mirrors::check`]: crate::mirror::Mirrors::check
+    pub(super) fn pairs(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.kept.iter().map(|(n, v)| (n.as_str(), v.as_bytes()))
+    }
+
+    /// `Some((sent, kept))` when more were sent than kept.
+    pub(super) fn overflow(&self) -> Option<(usize, usize)> {
+        (self.count > self.kept.len()).then_some((self.count, self.kept.len()))
+    }
 }
 
 impl McpHeaders {
@@ -65,16 +108,30 @@ impl McpHeaders {
             last_event_id: None,
             method: None,
             name: None,
+            params: ParamHeaders::default(),
             peer: None,
         }
     }
 
-    /// Reads them from `head`; `session` looks an `Mcp-Session-Id` value up.
+    /// Reads them from `head`; `session` looks an `Mcp-Session-Id` value up. At most
+    /// `max_params` `Mcp-Param-*` fields are kept, and only when `Mcp-Method` is
+    /// `tools/call`: only such a request is checked against them (a request whose body
+    /// says otherwise fails its `Mcp-Method` check first), so any other pays nothing.
     pub(super) fn read(
         head: &http::request::Parts,
+        max_params: usize,
         session: impl FnOnce(&str) -> Option<SessionId>,
     ) -> Self {
         let headers: &HeaderMap = &head.headers;
+        let method = headers.get(MCP_METHOD).cloned();
+        let params = if method
+            .as_ref()
+            .is_some_and(|m| m.as_bytes() == b"tools/call")
+        {
+            ParamHeaders::read(headers, max_params)
+        } else {
+            ParamHeaders::default()
+        };
         Self {
             session: match check::single(headers, SESSION_ID) {
                 Ok(None) => SessionHeader::Absent,
@@ -91,8 +148,9 @@ impl McpHeaders {
             last_event_id: headers
                 .get(LAST_EVENT_ID)
                 .map(|v| Bytes::copy_from_slice(v.as_bytes())),
-            method: headers.get(MCP_METHOD).cloned(),
+            method,
             name: headers.get(MCP_NAME).cloned(),
+            params,
             peer: head.extensions.get::<PeerAddr>().map(|p| p.0),
         }
     }
@@ -137,7 +195,7 @@ mod tests {
             request = request.header(*name, *value);
         }
         let head = request.body(()).unwrap().into_parts().0;
-        McpHeaders::read(&head, |v| (v == "live").then_some(SessionId(7)))
+        McpHeaders::read(&head, 4, |v| (v == "live").then_some(SessionId(7)))
     }
 
     #[test]
@@ -232,5 +290,61 @@ mod tests {
             Era::Sessionless
         );
         assert_eq!(read(&[]).era(Eras::MODERN, None), Era::Sessionless);
+    }
+
+    fn pairs(h: &McpHeaders) -> Vec<(String, String)> {
+        h.params
+            .pairs()
+            .map(|(n, v)| (n.to_owned(), String::from_utf8_lossy(v).into_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn modern_7_mcp_param_headers_of_a_tools_call_are_kept() {
+        let h = read(&[
+            ("mcp-method", "tools/call"),
+            ("Mcp-Param-Region", "eu"),
+            ("mcp-name", "deploy"),
+            ("mcp-param-region", "us"),
+            ("MCP-PARAM-Count", "3"),
+        ]);
+        // Every value of a repeated field, so the check can refuse the repeat.
+        assert_eq!(
+            pairs(&h),
+            [
+                ("mcp-param-region".to_owned(), "eu".to_owned()),
+                ("mcp-param-region".to_owned(), "us".to_owned()),
+                ("mcp-param-count".to_owned(), "3".to_owned()),
+            ]
+        );
+        assert_eq!(h.params.overflow(), None);
+    }
+
+    #[test]
+    fn modern_7_mcp_param_headers_are_read_only_for_tools_call() {
+        for method in [None, Some("tools/list"), Some("TOOLS/CALL")] {
+            let mut list = vec![("mcp-param-region", "eu")];
+            if let Some(m) = method {
+                list.push(("mcp-method", m));
+            }
+            let h = read(&list);
+            assert_eq!(pairs(&h), [], "{method:?}");
+            assert_eq!(h.params.overflow(), None);
+            assert_eq!(h.params.kept.capacity(), 0, "nothing allocated");
+        }
+        let none = read(&[("mcp-method", "tools/call")]);
+        assert_eq!(none.params.kept.capacity(), 0, "nothing allocated");
+    }
+
+    #[test]
+    fn modern_7_mcp_param_headers_are_bounded() {
+        let names: Vec<String> = (0..6).map(|i| format!("mcp-param-p{i}")).collect();
+        let mut list = vec![("mcp-method", "tools/call")];
+        list.extend(names.iter().map(|n| (n.as_str(), "v")));
+        let h = read(&list);
+        assert_eq!(h.params.pairs().count(), 4, "the bound read() is given");
+        assert_eq!(h.params.overflow(), Some((6, 4)));
+        let exact = read(&list[..5]);
+        assert_eq!(exact.params.overflow(), None);
     }
 }

@@ -58,7 +58,9 @@
 //!   session-era version header makes a request session-era whatever its body's `_meta`
 //!   says; a modern header, or without one a `_meta` naming a revision, makes it
 //!   sessionless. A sessionless request is checked against its headers (MODERN-4…6,
-//!   MODERN-20, MODERN-21), dispatched with no session, answered with its own JSON body
+//!   MODERN-20, MODERN-21), a `tools/call` also against its `Mcp-Param-*` headers when
+//!   the tool mirrors arguments ([`Config::with_tool_mirrors`], MODERN-7, MODERN-8),
+//!   dispatched with no session, answered with its own JSON body
 //!   or stream without event ids, its unknown-method error as 404, and cancelled when its
 //!   connection goes (MODERN-11).
 //! - **Status precedence** (docs/requirements.md §14.13): path 404 → `Host`/`Origin` 403
@@ -136,7 +138,9 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 
-pub use config::{Allow, Config, Eras, LegacyPaths, ResponseMode, SessionMode};
+pub use config::{
+    Allow, Config, DEFAULT_MAX_PARAM_HEADERS, Eras, LegacyPaths, ResponseMode, SessionMode,
+};
 pub use ids::{ExchangeId, PeerAddr, RequestHandle, SessionId, StreamId};
 pub use output::{
     CloseReason, Delivery, Era, Event, IncomingRequest, Refusal, SendError, Target, Transmit,
@@ -234,6 +238,17 @@ impl Server {
     /// the `Host` and `Origin` checks; a refusal answers the request.
     pub fn set_authorizer(&mut self, authorizer: Option<Authorizer>) {
         self.authorizer = authorizer;
+    }
+
+    /// Replaces the tools' mirrored arguments (MODERN-7,
+    /// [`Config::with_tool_mirrors`]), for an application whose tools change: requests
+    /// checked from now on are checked against `tools`. With shards, set it on each (one
+    /// [`Arc`](std::sync::Arc) shared by all).
+    pub fn set_tool_mirrors(
+        &mut self,
+        tools: impl Into<std::sync::Arc<crate::mirror::ToolMirrors>>,
+    ) {
+        self.config.set_tool_mirrors(tools.into());
     }
 
     /// The configuration.

@@ -1,11 +1,13 @@
 //! The checks of one request of the sessionless revision (2026-07-28): its `_meta` and
 //! its `Mcp-*` headers, in the order the official conformance suite fixes, each failure
-//! a typed [`Invalid`] with its status and JSON-RPC error (MODERN-3…6, MODERN-9,
-//! MODERN-20, MODERN-21, MODERN-24).
+//! a typed [`Invalid`] with its status and JSON-RPC error (MODERN-3…9, MODERN-20,
+//! MODERN-21, MODERN-24).
 //!
 //! Only `params._meta`, `params.name` and `params.uri` are read, borrowed from the body
 //! (serde skips the rest without building it), so a request pays one pass over its
-//! params and no allocation for them.
+//! params and no allocation for them. A `tools/call` of a tool that mirrors arguments
+//! into `Mcp-Param-*` headers ([`ToolMirrors`]) alone pays a second pass, which builds
+//! its `arguments` to check them (MODERN-7, MODERN-8); any other tool costs one lookup.
 
 use std::borrow::Cow;
 
@@ -16,6 +18,7 @@ use serde::de::IgnoredAny;
 use super::head::{McpHeaders, VersionHeader};
 use crate::ProtocolVersion;
 use crate::jsonrpc::{Envelope, ErrorCode, Kind};
+use crate::mirror::{MirrorError, ToolMirrors};
 
 /// The methods the revision removed: answered 404 with -32601 (MODERN-21).
 const REMOVED: [&str; 5] = [
@@ -83,6 +86,13 @@ struct Meta<'a> {
     capabilities: Option<IgnoredAny>,
 }
 
+/// Just `params.arguments`, read only for a tool that mirrors some of them.
+#[derive(Deserialize)]
+struct Arguments {
+    #[serde(default)]
+    arguments: Option<serde_json::Value>,
+}
+
 /// A request of the sessionless revision that passed the transport's checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Checked {
@@ -106,6 +116,20 @@ pub(super) enum Invalid {
     MethodHeader,
     /// `Mcp-Name` is missing or differs from `params.name` / `params.uri` (MODERN-6).
     NameHeader,
+    /// A `tools/call` argument and its `Mcp-Param-*` header disagree, the header is
+    /// missing, malformed or repeated, or it comes without the argument (MODERN-7,
+    /// MODERN-8).
+    ParamHeader(MirrorError),
+    /// A `tools/call` of a tool with mirrors sent more `Mcp-Param-*` fields than the
+    /// server keeps ([`Config::with_max_param_headers`]), so it cannot be checked.
+    ///
+    /// [`Config::with_max_param_headers`]: super::Config::with_max_param_headers
+    TooManyParamHeaders {
+        /// How many were sent.
+        sent: usize,
+        /// How many the server keeps.
+        max: usize,
+    },
     /// A method this revision removed (MODERN-21).
     Removed,
     /// Not one request or notification (MODERN-1): a batch, or a response.
@@ -126,7 +150,11 @@ impl Invalid {
             Self::NoVersionHeader
             | Self::VersionMismatch
             | Self::MethodHeader
-            | Self::NameHeader => (StatusCode::BAD_REQUEST, ErrorCode::HEADER_MISMATCH),
+            | Self::NameHeader
+            | Self::ParamHeader(_)
+            | Self::TooManyParamHeaders { .. } => {
+                (StatusCode::BAD_REQUEST, ErrorCode::HEADER_MISMATCH)
+            }
         }
     }
 
@@ -143,6 +171,12 @@ impl Invalid {
             Self::NameHeader => {
                 "Mcp-Name header missing or not the body's params.name or params.uri".into()
             }
+            Self::ParamHeader(e) => e.to_string().into(),
+            Self::TooManyParamHeaders { sent, max } => format!(
+                "header mismatch: {sent} Mcp-Param-* headers, more than the {max} this server \
+                 reads, so the tool's cannot be checked"
+            )
+            .into(),
             Self::Removed => "method not found: removed in this protocol revision".into(),
             Self::NotOneMessage => "a POST carries one request or one notification".into(),
         }
@@ -151,13 +185,15 @@ impl Invalid {
 
 /// Checks a request of the sessionless revision against its headers, in the order the
 /// conformance suite fixes: the version header, the required `_meta` keys, header and
-/// `_meta` agreement, a served revision, `Mcp-Method`, `Mcp-Name`, removed methods.
-/// A notification is checked for its revision only (MODERN-24: no `Mcp-*` header is
-/// required of it). `served` lists the modern revisions served.
+/// `_meta` agreement, a served revision, `Mcp-Method`, `Mcp-Name`, then for a
+/// `tools/call` of a tool in `tools` its `Mcp-Param-*` headers (MODERN-7, MODERN-8),
+/// removed methods. A notification is checked for its revision only (MODERN-24: no
+/// `Mcp-*` header is required of it). `served` lists the modern revisions served.
 pub(super) fn check(
     headers: &McpHeaders,
     message: &Envelope,
     served: &[ProtocolVersion],
+    tools: &ToolMirrors,
 ) -> Result<Checked, Invalid> {
     let method = match message.kind() {
         Kind::Request | Kind::Notification => message.method().unwrap_or_default(),
@@ -201,18 +237,42 @@ pub(super) fn check(
         return Err(Invalid::MethodHeader);
     }
     let named = match crate::mirror::name_member(method) {
-        Some("uri") => Some(params.uri),
-        Some(_) => Some(params.name),
+        Some("uri") => Some(&params.uri),
+        Some(_) => Some(&params.name),
         None => None,
     };
     if let Some(value) = named {
         let agrees = match (&headers.name, value) {
-            (Some(header), Some(value)) => header_names(header.as_bytes(), &value),
+            (Some(header), Some(value)) => header_names(header.as_bytes(), value),
             _ => false,
         };
         if !agrees {
             return Err(Invalid::NameHeader);
         }
+    }
+    if method == "tools/call"
+        && let Some(mirrors) = params.name.as_deref().and_then(|name| tools.get(name))
+    {
+        if let Some((sent, max)) = headers.params.overflow() {
+            return Err(Invalid::TooManyParamHeaders { sent, max });
+        }
+        // MODERN-7: the second pass, for this tool only. The body parsed already, so
+        // only a repeated `arguments` member, or one nested past serde_json's depth
+        // limit, fails here.
+        let arguments = match message.payload() {
+            Some(raw) => {
+                serde_json::from_str::<Arguments>(raw.as_str())
+                    .map_err(|_| {
+                        Invalid::Meta("params.arguments is repeated or nested too deeply")
+                    })?
+                    .arguments
+            }
+            None => None,
+        };
+        let arguments = arguments.unwrap_or(serde_json::Value::Null);
+        mirrors
+            .check(&arguments, headers.params.pairs())
+            .map_err(Invalid::ParamHeader)?;
     }
     if REMOVED.contains(&method) {
         return Err(Invalid::Removed);
@@ -241,6 +301,8 @@ mod tests {
     use crate::jsonrpc::Classifier;
 
     const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
+    /// No tool mirrors anything.
+    const NONE: ToolMirrors = ToolMirrors::new();
 
     fn headers(list: &[(&str, &str)]) -> McpHeaders {
         let mut request = http::Request::post("/mcp");
@@ -248,7 +310,7 @@ mod tests {
             request = request.header(*name, *value);
         }
         let head = request.body(()).unwrap().into_parts().0;
-        McpHeaders::read(&head, |_| None)
+        McpHeaders::read(&head, 4, |_| None)
     }
 
     fn body(text: &'static str) -> Envelope {
@@ -280,6 +342,7 @@ mod tests {
             &full_headers(),
             &call(&format!(r#""name":"echo",{META}"#)),
             &MODERN,
+            &NONE,
         );
         assert_eq!(
             checked,
@@ -292,7 +355,12 @@ mod tests {
     #[test]
     fn modern_4_modern_16_the_version_header_is_required() {
         let h = headers(&[("mcp-method", "tools/call"), ("mcp-name", "echo")]);
-        let e = check(&h, &call(&format!(r#""name":"echo",{META}"#)), &MODERN);
+        let e = check(
+            &h,
+            &call(&format!(r#""name":"echo",{META}"#)),
+            &MODERN,
+            &NONE,
+        );
         assert_eq!(e, Err(Invalid::NoVersionHeader));
         assert_eq!(
             Invalid::NoVersionHeader.status_and_code(),
@@ -309,7 +377,7 @@ mod tests {
             r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#,
             r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":7}"#,
         ] {
-            let e = check(&h, &call(params), &MODERN).unwrap_err();
+            let e = check(&h, &call(params), &MODERN, &NONE).unwrap_err();
             assert!(matches!(e, Invalid::Meta(_)), "{params}: {e:?}");
             assert_eq!(e.status_and_code().1, ErrorCode::INVALID_PARAMS);
         }
@@ -318,13 +386,13 @@ mod tests {
     #[test]
     fn modern_20_client_info_is_optional() {
         let with_info = r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}"#;
-        assert!(check(&full_headers(), &call(with_info), &MODERN).is_ok());
+        assert!(check(&full_headers(), &call(with_info), &MODERN, &NONE).is_ok());
     }
 
     #[test]
     fn modern_4_a_mismatch_comes_before_an_unsupported_version() {
         let meta = r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"v999.0.0","io.modelcontextprotocol/clientCapabilities":{}}"#;
-        let e = check(&full_headers(), &call(meta), &MODERN);
+        let e = check(&full_headers(), &call(meta), &MODERN, &NONE);
         assert_eq!(e, Err(Invalid::VersionMismatch));
     }
 
@@ -336,7 +404,7 @@ mod tests {
             ("mcp-name", "echo"),
         ]);
         let meta = r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"v999.0.0","io.modelcontextprotocol/clientCapabilities":{}}"#;
-        let e = check(&h, &call(meta), &MODERN).unwrap_err();
+        let e = check(&h, &call(meta), &MODERN, &NONE).unwrap_err();
         assert_eq!(e, Invalid::Unsupported("v999.0.0".into()));
         assert_eq!(
             e.status_and_code(),
@@ -356,7 +424,7 @@ mod tests {
             ("mcp-name", "echo"),
         ]);
         assert_eq!(
-            check(&wrong_method, &call(&params), &MODERN),
+            check(&wrong_method, &call(&params), &MODERN, &NONE),
             Err(Invalid::MethodHeader)
         );
         let no_name = headers(&[
@@ -364,7 +432,7 @@ mod tests {
             ("mcp-method", "tools/call"),
         ]);
         assert_eq!(
-            check(&no_name, &call(&params), &MODERN),
+            check(&no_name, &call(&params), &MODERN, &NONE),
             Err(Invalid::NameHeader)
         );
         let wrong_name = headers(&[
@@ -373,7 +441,7 @@ mod tests {
             ("mcp-name", "Echo"),
         ]);
         assert_eq!(
-            check(&wrong_name, &call(&params), &MODERN),
+            check(&wrong_name, &call(&params), &MODERN, &NONE),
             Err(Invalid::NameHeader)
         );
         // Optional whitespace around the value is not part of it.
@@ -382,14 +450,14 @@ mod tests {
             ("mcp-method", "tools/call"),
             ("mcp-name", "  echo  "),
         ]);
-        assert!(check(&padded, &call(&params), &MODERN).is_ok());
+        assert!(check(&padded, &call(&params), &MODERN, &NONE).is_ok());
         // MODERN-8: a name may come in the sentinel ("echo" in base64).
         let encoded = headers(&[
             ("mcp-protocol-version", "2026-07-28"),
             ("mcp-method", "tools/call"),
             ("mcp-name", "=?base64?ZWNobw==?="),
         ]);
-        assert!(check(&encoded, &call(&params), &MODERN).is_ok());
+        assert!(check(&encoded, &call(&params), &MODERN, &NONE).is_ok());
     }
 
     #[test]
@@ -402,7 +470,7 @@ mod tests {
         let read = body(
             r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"test://a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
         );
-        assert!(check(&h, &read, &MODERN).is_ok());
+        assert!(check(&h, &read, &MODERN, &NONE).is_ok());
     }
 
     #[test]
@@ -414,7 +482,7 @@ mod tests {
         let ping = body(
             r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
         );
-        let e = check(&h, &ping, &MODERN).unwrap_err();
+        let e = check(&h, &ping, &MODERN, &NONE).unwrap_err();
         assert_eq!(e, Invalid::Removed);
         assert_eq!(
             e.status_and_code(),
@@ -428,13 +496,180 @@ mod tests {
         let note = body(
             r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
         );
-        assert!(check(&h, &note, &MODERN).is_ok());
+        assert!(check(&h, &note, &MODERN, &NONE).is_ok());
     }
 
     #[test]
     fn modern_1_a_response_is_not_a_message_a_client_posts() {
         let h = headers(&[("mcp-protocol-version", "2026-07-28")]);
         let response = body(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
-        assert_eq!(check(&h, &response, &MODERN), Err(Invalid::NotOneMessage));
+        assert_eq!(
+            check(&h, &response, &MODERN, &NONE),
+            Err(Invalid::NotOneMessage)
+        );
+    }
+
+    // --- MODERN-7, MODERN-8: Mcp-Param-* -----------------------------------------------
+
+    /// The conformance suite's tool: `value`, a string mirrored as `Mcp-Param-Value`.
+    fn mirrored_tools() -> ToolMirrors {
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "value": {"type": "string", "x-mcp-header": "Value"},
+            "count": {"type": "integer", "x-mcp-header": "Count"}},
+            "required": ["value"]});
+        ToolMirrors::from_schemas([("mirrored", &schema)]).unwrap()
+    }
+
+    fn mirrored_call(arguments: &str) -> Envelope {
+        call(&format!(
+            r#""name":"mirrored","arguments":{arguments},{META}"#
+        ))
+    }
+
+    fn param_headers(params: &[(&str, &str)]) -> McpHeaders {
+        let mut list = vec![
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "mirrored"),
+        ];
+        list.extend_from_slice(params);
+        headers(&list)
+    }
+
+    fn param_check(params: &[(&str, &str)], arguments: &str) -> Result<Checked, Invalid> {
+        check(
+            &param_headers(params),
+            &mirrored_call(arguments),
+            &MODERN,
+            &mirrored_tools(),
+        )
+    }
+
+    fn refused_naming(result: Result<Checked, Invalid>, header: &str) {
+        let e = result.expect_err("refused");
+        assert!(matches!(e, Invalid::ParamHeader(_)), "{e:?}");
+        assert_eq!(
+            e.status_and_code(),
+            (StatusCode::BAD_REQUEST, ErrorCode::HEADER_MISMATCH)
+        );
+        assert!(e.message().contains(header), "{}", e.message());
+    }
+
+    #[test]
+    fn modern_7_modern_8_conformance_custom_header_cases() {
+        let hello = r#"{"value":"Hello"}"#;
+        assert!(param_check(&[("mcp-param-value", "=?base64?SGVsbG8=?=")], hello).is_ok());
+        refused_naming(
+            param_check(&[("mcp-param-value", "=?base64?SGVsbG8?=")], hello),
+            "Mcp-Param-Value",
+        );
+        refused_naming(
+            param_check(&[("mcp-param-value", "=?base64?SGVs!!!bG8=?=")], hello),
+            "Mcp-Param-Value",
+        );
+        // Literal text: one marker alone, or none, is the value itself.
+        let b64 = r#"{"value":"SGVsbG8="}"#;
+        assert!(param_check(&[("mcp-param-value", "SGVsbG8=")], b64).is_ok());
+        let half = r#"{"value":"=?base64?SGVsbG8="}"#;
+        assert!(param_check(&[("mcp-param-value", "=?base64?SGVsbG8=")], half).is_ok());
+        refused_naming(param_check(&[], hello), "Mcp-Param-Value");
+    }
+
+    #[test]
+    fn modern_7_right_and_wrong_values_integers_numerically() {
+        let args = r#"{"value":"a","count":42}"#;
+        let ok = [("mcp-param-value", "a"), ("mcp-param-count", "42")];
+        assert!(param_check(&ok, args).is_ok());
+        let numeric = [("mcp-param-value", "a"), ("mcp-param-count", "42.0")];
+        assert!(param_check(&numeric, args).is_ok());
+        let wrong = [("mcp-param-value", "a"), ("mcp-param-count", "43")];
+        refused_naming(param_check(&wrong, args), "Mcp-Param-Count");
+        let case = [("mcp-param-value", "A"), ("mcp-param-count", "42")];
+        refused_naming(param_check(&case, args), "Mcp-Param-Value");
+    }
+
+    #[test]
+    fn modern_7_a_header_without_its_argument_and_a_repeated_header_are_refused() {
+        refused_naming(
+            param_check(
+                &[("mcp-param-value", "a"), ("mcp-param-count", "1")],
+                r#"{"value":"a"}"#,
+            ),
+            "Mcp-Param-Count",
+        );
+        refused_naming(
+            param_check(
+                &[("mcp-param-value", "a"), ("mcp-param-value", "a")],
+                r#"{"value":"a"}"#,
+            ),
+            "Mcp-Param-Value",
+        );
+    }
+
+    #[test]
+    fn modern_7_an_unrecognised_mcp_param_header_is_ignored() {
+        let extra = [("mcp-param-value", "a"), ("mcp-param-other", "x")];
+        assert!(param_check(&extra, r#"{"value":"a"}"#).is_ok());
+    }
+
+    #[test]
+    fn modern_7_without_arguments_no_header_is_expected() {
+        let h = param_headers(&[]);
+        let bare = call(&format!(r#""name":"mirrored",{META}"#));
+        assert!(check(&h, &bare, &MODERN, &mirrored_tools()).is_ok());
+    }
+
+    #[test]
+    fn modern_7_a_tool_without_mirrors_is_not_checked() {
+        // `echo` is not in the table: its Mcp-Param-* headers are ignored, and its
+        // arguments are never read (they could not be: they are not even an object).
+        let h = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+            ("mcp-param-value", "=?base64?!!?="),
+        ]);
+        let params = format!(r#""name":"echo","arguments":"not an object",{META}"#);
+        assert!(check(&h, &call(&params), &MODERN, &mirrored_tools()).is_ok());
+    }
+
+    #[test]
+    fn modern_7_the_name_header_is_checked_first() {
+        let h = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "other"),
+        ]);
+        let e = check(
+            &h,
+            &mirrored_call(r#"{"value":"a"}"#),
+            &MODERN,
+            &mirrored_tools(),
+        );
+        assert_eq!(e, Err(Invalid::NameHeader));
+    }
+
+    #[test]
+    fn modern_7_too_many_param_headers_are_refused_for_a_tool_with_mirrors() {
+        let names: Vec<String> = (0..5).map(|i| format!("mcp-param-x{i}")).collect();
+        let mut params: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "1")).collect();
+        params.push(("mcp-param-value", "a"));
+        // `headers()` keeps 4.
+        let e = param_check(&params, r#"{"value":"a"}"#).unwrap_err();
+        assert_eq!(e, Invalid::TooManyParamHeaders { sent: 6, max: 4 });
+        assert_eq!(
+            e.status_and_code(),
+            (StatusCode::BAD_REQUEST, ErrorCode::HEADER_MISMATCH)
+        );
+        assert!(e.message().contains("6 Mcp-Param-*"), "{}", e.message());
+    }
+
+    #[test]
+    fn modern_7_modern_24_a_notification_is_never_checked_for_mirrors() {
+        let h = headers(&[("mcp-protocol-version", "2026-07-28")]);
+        let note = body(
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"mirrored","arguments":{"value":"a"}}}"#,
+        );
+        assert!(check(&h, &note, &MODERN, &mirrored_tools()).is_ok());
     }
 }

@@ -71,7 +71,8 @@ impl Server {
             self.refuse_unavailable(x);
             return x;
         }
-        let headers = McpHeaders::read(&head, |v| self.session_ids.get(v).copied());
+        let max_params = self.config.param_header_limit();
+        let headers = McpHeaders::read(&head, max_params, |v| self.session_ids.get(v).copied());
         let route = match self.route(&head, &headers) {
             Ok(r) => r,
             Err(refuse) => {
