@@ -175,38 +175,7 @@ struct Row {
 
 /// Cells the core gets wrong in a file this suite may not change: (server, row, why).
 /// Checked exactly: a listed cell must still fail, an unlisted one must pass.
-const EXPECTED_BUGS: &[(Server, &str, &str)] = &[
-    (
-        Server::All,
-        "Mcp-Method repeated, the body's method first",
-        "head.rs `McpHeaders::read` keeps only the first `Mcp-Method`/`Mcp-Name` field (`headers.get`), where the version and session headers go through `check::single`: a repeated one passes when its first value agrees (MODERN-6)",
-    ),
-    (
-        Server::All,
-        "Mcp-Name repeated, the body's name first",
-        "head.rs `McpHeaders::read` keeps only the first `Mcp-Method`/`Mcp-Name` field (`headers.get`), where the version and session headers go through `check::single`: a repeated one passes when its first value agrees (MODERN-6)",
-    ),
-    (
-        Server::Modern,
-        "Mcp-Method repeated, the body's method first",
-        "head.rs `McpHeaders::read` keeps only the first `Mcp-Method`/`Mcp-Name` field (`headers.get`), where the version and session headers go through `check::single`: a repeated one passes when its first value agrees (MODERN-6)",
-    ),
-    (
-        Server::Modern,
-        "Mcp-Name repeated, the body's name first",
-        "head.rs `McpHeaders::read` keeps only the first `Mcp-Method`/`Mcp-Name` field (`headers.get`), where the version and session headers go through `check::single`: a repeated one passes when its first value agrees (MODERN-6)",
-    ),
-    (
-        Server::AllNoLegacy,
-        "Mcp-Method repeated, the body's method first",
-        "head.rs `McpHeaders::read` keeps only the first `Mcp-Method`/`Mcp-Name` field (`headers.get`), where the version and session headers go through `check::single`: a repeated one passes when its first value agrees (MODERN-6)",
-    ),
-    (
-        Server::AllNoLegacy,
-        "Mcp-Name repeated, the body's name first",
-        "head.rs `McpHeaders::read` keeps only the first `Mcp-Method`/`Mcp-Name` field (`headers.get`), where the version and session headers go through `check::single`: a repeated one passes when its first value agrees (MODERN-6)",
-    ),
-];
+const EXPECTED_BUGS: &[(Server, &str, &str)] = &[];
 
 const FULL: &[(&str, &str)] = &[
     ("mcp-protocol-version", MODERN),

@@ -50,9 +50,9 @@ pub(super) struct McpHeaders {
     pub(super) session: SessionHeader,
     pub(super) version: VersionHeader,
     pub(super) last_event_id: Option<Bytes>,
-    /// `Mcp-Method` (MODERN-6).
+    /// `Mcp-Method` (MODERN-6); `None` when absent or repeated (see [`one`]).
     pub(super) method: Option<HeaderValue>,
-    /// `Mcp-Name` (MODERN-6).
+    /// `Mcp-Name` (MODERN-6); `None` when absent or repeated.
     pub(super) name: Option<HeaderValue>,
     /// `Mcp-Param-*` (MODERN-7), kept only when `Mcp-Method` is `tools/call`.
     pub(super) params: ParamHeaders,
@@ -99,6 +99,15 @@ impl ParamHeaders {
     }
 }
 
+/// The value of a mirrored header sent once. One sent twice has no value, so its check
+/// fails as if it were missing (MODERN-6): a proxy that routes on another of its values
+/// than the server reads would see another request than the server runs.
+fn one(headers: &HeaderMap, name: &str) -> Option<HeaderValue> {
+    let mut all = headers.get_all(name).iter();
+    let first = all.next()?;
+    all.next().is_none().then(|| first.clone())
+}
+
 impl McpHeaders {
     /// None of them (an exchange refused before they were read).
     pub(super) fn none() -> Self {
@@ -123,7 +132,7 @@ impl McpHeaders {
         session: impl FnOnce(&str) -> Option<SessionId>,
     ) -> Self {
         let headers: &HeaderMap = &head.headers;
-        let method = headers.get(MCP_METHOD).cloned();
+        let method = one(headers, MCP_METHOD);
         let params = if method
             .as_ref()
             .is_some_and(|m| m.as_bytes() == b"tools/call")
@@ -149,7 +158,7 @@ impl McpHeaders {
                 .get(LAST_EVENT_ID)
                 .map(|v| Bytes::copy_from_slice(v.as_bytes())),
             method,
-            name: headers.get(MCP_NAME).cloned(),
+            name: one(headers, MCP_NAME),
             params,
             peer: head.extensions.get::<PeerAddr>().map(|p| p.0),
         }
