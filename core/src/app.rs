@@ -224,7 +224,15 @@ impl<F> ToolTable<F> {
     }
 
     /// Adds a tool.
+    ///
+    /// # Panics
+    /// When its `inputSchema` marks parameters with invalid `x-mcp-header` annotations
+    /// (MODERN-7): clients drop such a tool, and the server could not check its calls'
+    /// `Mcp-Param-*` headers. A schema is the program's own, so this is a bug to fix.
     pub fn push(&mut self, name: &str, description: &str, input_schema: Value, run: F) {
+        if let Err(e) = crate::mirror::Mirrors::from_input_schema(&input_schema) {
+            panic!("tool {name:?}: invalid x-mcp-header annotations in its inputSchema: {e}");
+        }
         self.tools.push(Tool {
             name: name.into(),
             description: description.into(),
@@ -247,6 +255,18 @@ impl<F> ToolTable<F> {
         } else {
             CacheHint::NONE
         }
+    }
+
+    /// What the tools mirror into `Mcp-Param-*` headers, for the core to check
+    /// ([`Config::with_tool_mirrors`](crate::server::Config::with_tool_mirrors),
+    /// MODERN-7).
+    pub fn mirrors(&self) -> crate::mirror::ToolMirrors {
+        crate::mirror::ToolMirrors::from_schemas(
+            self.tools
+                .iter()
+                .map(|t| (t.name.as_str(), &t.input_schema)),
+        )
+        .expect("every schema was checked when its tool was added")
     }
 
     /// The tools' names, in the order they were added.
@@ -316,6 +336,26 @@ mod tests {
             Route::Answer(answer) => answer,
             Route::Run(run, _) => panic!("routed to {run}"),
         }
+    }
+
+    #[test]
+    fn modern_7_a_tables_mirrors_are_its_tools_annotations() {
+        let mut table = table();
+        assert!(table.mirrors().is_empty());
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}});
+        table.push("deploy", "", schema, "deploy's run");
+        let mirrors = table.mirrors();
+        assert_eq!(mirrors.len(), 1);
+        assert!(mirrors.get("deploy").is_some());
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid x-mcp-header")]
+    fn modern_7_a_tool_with_invalid_annotations_is_refused() {
+        let schema = json!({"type": "object", "properties": {
+            "deep": {"type": "object", "x-mcp-header": "Deep"}}});
+        table().push("bad", "", schema, "run");
     }
 
     #[test]

@@ -22,6 +22,7 @@ use mcpwire::app::{
     Act, Ask, CallInfo, Describe, Dispatcher, Responder, Route, Start, Step, ToolTable,
 };
 pub use mcpwire::app::{CacheHint, CallError, Change, Limits, Settings, text_result};
+use mcpwire::mirror::ToolMirrors;
 use mcpwire::server::{Event, SendError, SessionId};
 use serde_json::{Value, json};
 
@@ -220,6 +221,13 @@ pub trait Handler: Send + Sync + 'static {
         CacheHint::NONE
     }
 
+    /// What the tools mirror into `Mcp-Param-*` headers (MODERN-7): when there is any,
+    /// the server checks 2026-07-28 calls against it, in place of the configuration's
+    /// table. By default none.
+    fn tool_mirrors(&self) -> ToolMirrors {
+        ToolMirrors::new()
+    }
+
     /// Called once the server runs, with the handle through which the application
     /// announces changes outside a call ([`AppHandle::changed`]). The default drops it.
     fn started(&self, app: AppHandle) {
@@ -302,6 +310,10 @@ impl Handler for Tools {
 
     fn cache_hint(&self, method: &str) -> CacheHint {
         self.0.cache_hint(method)
+    }
+
+    fn tool_mirrors(&self) -> ToolMirrors {
+        self.0.mirrors()
     }
 
     fn capabilities(&self) -> Value {

@@ -949,6 +949,12 @@ pub fn serve(
     options: ServeOptions,
 ) -> io::Result<Handle> {
     let mut entropy = entropy;
+    let mirrors = handler.tool_mirrors();
+    let config = if mirrors.is_empty() {
+        config
+    } else {
+        config.with_tool_mirrors(mirrors)
+    };
     let (sink, calls) = crate::app::mount_app(Arc::clone(&handler), &options, &mut *entropy)?;
     let handle = start(listener, config, entropy, options, sink)?;
     crate::app::started(&*handler, calls, handle.driver());

@@ -737,6 +737,10 @@ impl mcpwire_blocking::app::Handler for LoggedBlocking {
         self.0.cache_hint(method)
     }
 
+    fn tool_mirrors(&self) -> mcpwire::mirror::ToolMirrors {
+        self.0.tool_mirrors()
+    }
+
     fn started(&self, app: mcpwire_blocking::app::AppHandle) {
         let _ = self.1.set(app.clone());
         self.0.started(app);
@@ -769,6 +773,10 @@ impl app::Handler for Logged {
 
     fn cache_hint(&self, method: &str) -> mcpwire::app::CacheHint {
         self.0.cache_hint(method)
+    }
+
+    fn tool_mirrors(&self) -> mcpwire::mirror::ToolMirrors {
+        self.0.tool_mirrors()
     }
 
     fn started(&self, app: app::AppHandle) {

@@ -19,6 +19,7 @@ use mcpwire::app::{
     Act, Ask, CallInfo, Describe, Dispatcher, Responder, Route, Start, Step, ToolTable,
 };
 pub use mcpwire::app::{CacheHint, CallError, Change, Limits, Settings, text_result};
+use mcpwire::mirror::ToolMirrors;
 use mcpwire::server::{Event, SendError, SessionId};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -230,6 +231,13 @@ pub trait Handler: Send + Sync + 'static {
         CacheHint::NONE
     }
 
+    /// What the tools mirror into `Mcp-Param-*` headers (MODERN-7): when there is any,
+    /// the server checks 2026-07-28 calls against it, in place of the configuration's
+    /// table. By default none.
+    fn tool_mirrors(&self) -> ToolMirrors {
+        ToolMirrors::new()
+    }
+
     /// Called once the service is mounted, with the handle through which the
     /// application announces changes outside a call ([`AppHandle::changed`]). The
     /// default drops it.
@@ -321,6 +329,10 @@ impl Handler for Tools {
 
     fn cache_hint(&self, method: &str) -> CacheHint {
         self.0.cache_hint(method)
+    }
+
+    fn tool_mirrors(&self) -> ToolMirrors {
+        self.0.mirrors()
     }
 
     fn capabilities(&self) -> Value {
@@ -509,6 +521,13 @@ pub async fn run_with(
     handler: Arc<dyn Handler>,
     settings: &Settings,
 ) {
+    let mirrors = handler.tool_mirrors();
+    if !mirrors.is_empty() {
+        let mirrors = Arc::new(mirrors);
+        for shard in service.shards() {
+            shard.with_server(|server, _| server.set_tool_mirrors(Arc::clone(&mirrors)));
+        }
+    }
     let app = App::new(handler, settings, &mut mcpwire::OsEntropy);
     app.handler.started(AppHandle {
         calls: Arc::clone(&app.calls),
@@ -562,6 +581,12 @@ pub fn mount_sharded_with(
     handler: Arc<dyn Handler>,
     settings: &Settings,
 ) -> McpService {
+    let mirrors = handler.tool_mirrors();
+    let config = if mirrors.is_empty() {
+        config
+    } else {
+        config.with_tool_mirrors(mirrors)
+    };
     let app = App::new(handler, settings, &mut *entropy);
     let (handler, calls) = (Arc::clone(&app.handler), Arc::clone(&app.calls));
     let service = McpService::sharded(shards, config, entropy, move |service, event| {

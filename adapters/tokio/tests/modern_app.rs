@@ -30,6 +30,10 @@ impl Handler for App {
         json!({"tools": {"listChanged": true}})
     }
 
+    fn tool_mirrors(&self) -> mcpwire::mirror::ToolMirrors {
+        self.tools.tool_mirrors()
+    }
+
     fn started(&self, app: AppHandle) {
         self.handle.set(app).expect("started once");
     }
@@ -48,6 +52,12 @@ async fn start() -> (std::net::SocketAddr, Arc<App>) {
             call.changed(&Change::Tools);
             Ok(text_result("touched"))
         },
+    )
+    .with_tool(
+        "deploy",
+        "Deploys to a region, mirrored in Mcp-Param-Region.",
+        json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}),
+        |_: Call, args: Value| async move { Ok(text_result(&args["region"].to_string())) },
     );
     let handler = Arc::new(App {
         tools,
@@ -73,6 +83,17 @@ async fn post(
     name: Option<&str>,
     body: String,
 ) -> http::Response<hyper::body::Incoming> {
+    post_with(addr, method, name, &[], body).await
+}
+
+/// [`post`] with more headers.
+async fn post_with(
+    addr: std::net::SocketAddr,
+    method: &str,
+    name: Option<&str>,
+    extra: &[(&str, &str)],
+    body: String,
+) -> http::Response<hyper::body::Incoming> {
     let stream = TcpStream::connect(addr).await.unwrap();
     let (mut send, conn) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
@@ -87,6 +108,9 @@ async fn post(
         .header("mcp-method", method);
     if let Some(name) = name {
         b = b.header("mcp-name", name);
+    }
+    for (name, value) in extra {
+        b = b.header(*name, *value);
     }
     send.send_request(b.body(Full::new(Bytes::from(body))).unwrap())
         .await
@@ -187,4 +211,44 @@ async fn modern_13_a_listen_hears_changes_from_any_shard_and_ends_gracefully() {
         "listen:0"
     );
     assert_eq!(next_message(&mut stream, &mut buffer).await, None);
+}
+
+/// MODERN-7, MODERN-8: the tool table hands its `x-mcp-header` marks to the core when
+/// mounted, so a call whose `Mcp-Param-Region` disagrees with its arguments is refused
+/// before any handler runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_7_a_tools_mirrored_parameters_are_checked_against_its_headers() {
+    let (addr, _) = start().await;
+    let body = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"deploy","arguments":{{"region":"eu-west"}},{META}}}}}"#
+        )
+    };
+    let right = post_with(
+        addr,
+        "tools/call",
+        Some("deploy"),
+        &[("mcp-param-region", "eu-west")],
+        body(1),
+    )
+    .await;
+    assert_eq!(right.status(), 200);
+    let wrong = post_with(
+        addr,
+        "tools/call",
+        Some("deploy"),
+        &[("mcp-param-region", "us-east")],
+        body(2),
+    )
+    .await;
+    assert_eq!(wrong.status(), 400);
+    let bytes = wrong.into_body().collect().await.unwrap().to_bytes();
+    let reply: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(reply["error"]["code"], -32020, "{reply}");
+    let missing = post(addr, "tools/call", Some("deploy"), body(3)).await;
+    assert_eq!(
+        missing.status(),
+        400,
+        "the body has a region, the headers none"
+    );
 }
