@@ -43,8 +43,8 @@ use http::{HeaderName, HeaderValue, Method};
 use mcpwire::jsonrpc::{ErrorCode, RawJson, RequestId};
 use mcpwire::resume::{EventId, RingLimits, StoreLimits};
 use mcpwire::server::{
-    CloseReason, Config, Event, ExchangeId, LegacyPaths, RequestHandle, ResponseMode, SendError,
-    SessionId, SessionMode, Target, Transmit,
+    CloseReason, Config, Era, Eras, Event, ExchangeId, LegacyPaths, RequestHandle, ResponseMode,
+    SendError, SessionId, SessionMode, Target, Transmit,
 };
 use mcpwire::sse::{Decoder, Item, Limits};
 
@@ -109,6 +109,9 @@ pub struct Setup {
     /// [`Shards`]): 1 to 3, from the seed's byte, so that older inputs keep the rest of
     /// their meaning.
     pub shards: usize,
+    /// [`Config::with_eras`]: mostly both eras, sometimes one alone (from the seed's
+    /// byte too).
+    pub eras: Eras,
 }
 
 impl Default for Setup {
@@ -135,6 +138,7 @@ impl Default for Setup {
             max_rings: 1024,
             seed: 1,
             shards: 1,
+            eras: Eras::ALL,
         }
     }
 }
@@ -162,6 +166,7 @@ impl Setup {
             .with_max_server_requests(self.max_server_requests)
             .with_session_idle(self.session_idle)
             .with_linger(self.linger)
+            .with_eras(self.eras)
             .with_store_limits(
                 StoreLimits::new()
                     .with_max_rings(self.max_rings)
@@ -200,8 +205,14 @@ impl Setup {
             max_rings: if limits & 128 != 0 { 3 } else { d.max_rings },
             seed: u64::from(byte(u)),
             shards: 1,
+            eras: Eras::ALL,
         };
         setup.shards = 1 + (setup.seed % 3) as usize;
+        setup.eras = match (setup.seed >> 3) % 8 {
+            0 => Eras::MODERN,
+            1 => Eras::SESSIONS,
+            _ => Eras::ALL,
+        };
         setup
     }
 }
@@ -243,6 +254,18 @@ pub enum Op {
     Request(To, Option<Duration>),
     /// The application closes a session.
     CloseSession(Pick),
+    /// A POST of the sessionless revision 2026-07-28: its head, then its body cut at
+    /// `splits`, then (if `end`) the body's end.
+    Modern(Box<ModernCall>),
+    /// The application answers a request it was handed with an error of this code (on
+    /// the sessionless revision the code picks the status: 404 for -32601, 400 for
+    /// -32020/-32021/-32022, else 200).
+    Fail {
+        /// Which request (of every request handed out).
+        request: Pick,
+        /// The JSON-RPC error code.
+        code: i32,
+    },
 }
 
 /// A choice among things that exist at run time.
@@ -422,6 +445,16 @@ pub enum Payload {
         /// An error response.
         error: bool,
     },
+    /// A request of the sessionless revision (`params._meta` right or wrong), in a POST
+    /// of any head: the era is decided per request (MODERN-25).
+    Modern {
+        /// The id.
+        id: ClientId,
+        /// Index into the revision's methods.
+        method: usize,
+        /// Its `_meta`.
+        meta: Meta,
+    },
     /// A batch.
     Batch(Vec<Self>),
     /// Bytes as they are.
@@ -447,6 +480,157 @@ pub enum AnswerId {
     /// An integer.
     Int(u8),
 }
+
+/// A POST of the sessionless revision 2026-07-28 (MODERN-*), as choices: its head's
+/// headers (mostly conforming), its mirrored headers (`Mcp-Method`, `Mcp-Name`,
+/// `Mcp-Param-*`, right or wrong) and its body (`params._meta` right or wrong). The model
+/// computes, where it can, the answer it must get: dispatched to the application, 202, or
+/// refused with a status and JSON-RPC code.
+#[derive(Clone, Debug)]
+pub struct ModernCall {
+    /// `Accept`, `Content-Type`, `Origin`, `Host`, `Mcp-Session-Id` and the rest; its
+    /// `version` is not used (see [`ModernCall::version`]).
+    pub head: Head,
+    /// The `MCP-Protocol-Version` header.
+    pub version: ModernVersion,
+    /// A notification rather than a request.
+    pub notification: bool,
+    /// The request's id.
+    pub id: ClientId,
+    /// Index into the methods (requests) or the notifications.
+    pub method: usize,
+    /// `params._meta`.
+    pub meta: Meta,
+    /// The `Mcp-Method` header.
+    pub method_header: MethodHeader,
+    /// Index into the names: the body's `params.name` and `params.uri`.
+    pub name: usize,
+    /// The `Mcp-Name` header.
+    pub name_header: NameHeader,
+    /// `Mcp-Param-*` headers, indexes into a fixed list of right and wrong ones (the
+    /// application's to check against its tool's schema: the transport ignores them).
+    pub params: Vec<usize>,
+    /// Where the body is cut into chunks.
+    pub splits: Vec<usize>,
+    /// Whether the body ends in this op.
+    pub end: bool,
+}
+
+/// The `MCP-Protocol-Version` header of a [`ModernCall`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModernVersion {
+    /// `2026-07-28`.
+    Modern,
+    /// ` 2026-07-28 ` (optional whitespace around it).
+    Padded,
+    /// None (the `_meta` then decides the era, MODERN-25).
+    Absent,
+    /// `2025-11-25` (the session era).
+    SessionEra,
+    /// `v999.0.0`, a revision nobody serves.
+    Unsupported,
+}
+
+/// The `params._meta` of a [`ModernCall`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Meta {
+    /// The revision and `clientCapabilities`.
+    Full,
+    /// Those, `clientInfo` and a `logLevel`.
+    WithInfo,
+    /// No `_meta`.
+    Missing,
+    /// No protocol version.
+    NoVersion,
+    /// No `clientCapabilities`.
+    NoCapabilities,
+    /// `v999.0.0` as the revision.
+    Unsupported,
+    /// The revision as a number.
+    VersionNotText,
+    /// `_meta` a string.
+    NotObject,
+    /// `params` an array.
+    ParamsNotObject,
+}
+
+/// The `Mcp-Method` header of a [`ModernCall`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MethodHeader {
+    /// The body's method.
+    Right,
+    /// None.
+    Absent,
+    /// The method in upper case (values compare with case, MODERN-6).
+    Upper,
+    /// Another method.
+    Other,
+}
+
+/// The `Mcp-Name` header of a [`ModernCall`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameHeader {
+    /// The name as a client encodes it (`mirror::encode_str`).
+    Encoded,
+    /// That with spaces and a tab around it (optional whitespace, MODERN-8).
+    Padded,
+    /// The name always in the `=?base64?…?=` sentinel (any value may be).
+    Sentinel,
+    /// The sentinel without base64 padding (strict decoding refuses it when padding was
+    /// due).
+    Unpadded,
+    /// The name's bytes as they are (a match only for plain visible ASCII).
+    Literal,
+    /// The name in upper case.
+    Upper,
+    /// None.
+    Absent,
+}
+
+/// The methods a [`ModernCall`] request may name: the three that mirror a name, one
+/// that does not, an unknown one (the application answers it), removed ones (404,
+/// MODERN-21), and a long-lived one.
+const MODERN_METHODS: [&str; 8] = [
+    "tools/call",
+    "prompts/get",
+    "resources/read",
+    "tools/list",
+    "nope/nothing",
+    "ping",
+    "initialize",
+    "subscriptions/listen",
+];
+
+/// The methods a [`ModernCall`] notification may name.
+const NOTIFICATIONS: [&str; 2] = ["notifications/cancelled", "notifications/progress"];
+
+/// The names (`params.name`, `params.uri`) a [`ModernCall`] carries.
+const NAMES: [&str; 7] = [
+    "echo",
+    "a b",
+    " padded",
+    "h\u{e9}llo",
+    "=?base64?ZWNobw==?=",
+    "test://a",
+    "",
+];
+
+/// `Mcp-Param-*` headers: right, wrong and malformed ones for the arguments every
+/// [`ModernCall`] carries (`{"region":"us-west","count":42,"flag":true}`).
+const PARAM_HEADERS: [(&str, &str); 9] = [
+    ("mcp-param-region", "us-west"),
+    ("mcp-param-region", "=?base64?dXMtd2VzdA==?="),
+    ("mcp-param-count", "42"),
+    ("mcp-param-count", "042"),
+    ("mcp-param-flag", "true"),
+    ("mcp-param-flag", "TRUE"),
+    ("mcp-param-region", "=?base64?!!?="),
+    ("mcp-param-region", "  eu-north  "),
+    ("mcp-param-missing", "x"),
+];
+
+/// The codes [`Op::Fail`] answers with.
+const FAIL_CODES: [i32; 5] = [-32001, -32601, -32602, -32020, -32021];
 
 fn byte(u: &mut Unstructured<'_>) -> u8 {
     u.arbitrary().unwrap_or(0)
@@ -493,7 +677,7 @@ pub fn ops(u: &mut Unstructured<'_>) -> Vec<Op> {
 }
 
 fn script(u: &mut Unstructured<'_>, ops: &mut Vec<Op>) {
-    match below(u, 23) {
+    match below(u, 26) {
         0..=2 => {
             // initialize, usually answered, then notifications/initialized.
             let mut head = post_head(u);
@@ -669,6 +853,7 @@ fn script(u: &mut Unstructured<'_>, ops: &mut Vec<Op>) {
                 ops.push(Op::End(Pick::Latest));
             }
         }
+        23..=25 => modern_script(u, ops),
         _ => {
             // A POST whose body comes in several ops, split anywhere.
             ops.push(Op::Open(post_head(u)));
@@ -682,6 +867,134 @@ fn script(u: &mut Unstructured<'_>, ops: &mut Vec<Op>) {
             }
             ops.push(Op::End(Pick::Latest));
         }
+    }
+}
+
+/// A request or notification of the sessionless revision, then what becomes of it:
+/// answered (as JSON, or after a related notification on an SSE stream of its own),
+/// failed with a code, a server→client request tried on it, its stream closed by the
+/// client (MODERN-11), or left to later ops.
+fn modern_script(u: &mut Unstructured<'_>, ops: &mut Vec<Op>) {
+    let call = modern_call(u);
+    let notification = call.notification;
+    ops.push(Op::Modern(Box::new(call)));
+    if notification {
+        return;
+    }
+    match byte(u) {
+        0..=79 => ops.push(Op::Respond {
+            request: Pick::Latest,
+            error: byte(u) < 32,
+        }),
+        80..=129 => {
+            ops.push(Op::Notify(To::Request(Pick::Latest)));
+            if byte(u) < 200 {
+                ops.push(Op::Respond {
+                    request: Pick::Latest,
+                    error: false,
+                });
+            }
+        }
+        130..=164 => {
+            if byte(u) < 160 {
+                ops.push(Op::Notify(To::Request(Pick::Latest)));
+            }
+            ops.push(Op::Disconnect(Pick::Latest));
+            if byte(u) < 128 {
+                ops.push(Op::Respond {
+                    request: Pick::Latest,
+                    error: false,
+                });
+            }
+        }
+        165..=189 => ops.push(Op::Fail {
+            request: Pick::Latest,
+            code: FAIL_CODES[below(u, FAIL_CODES.len())],
+        }),
+        190..=204 => ops.push(Op::Request(To::Request(Pick::Latest), duration(u))),
+        _ => {}
+    }
+}
+
+fn modern_call(u: &mut Unstructured<'_>) -> ModernCall {
+    let mut head = post_head(u);
+    head.session = if byte(u) < 24 {
+        session_ref(u)
+    } else {
+        SessionRef::Absent
+    };
+    head.version = VersionRef::Absent;
+    let notification = byte(u) < 40;
+    let version = match byte(u) {
+        0..=199 => ModernVersion::Modern,
+        200..=211 => ModernVersion::Padded,
+        212..=229 => ModernVersion::Absent,
+        230..=241 => ModernVersion::SessionEra,
+        _ => ModernVersion::Unsupported,
+    };
+    let method = if notification {
+        below(u, NOTIFICATIONS.len())
+    } else if byte(u) < 170 {
+        below(u, 3)
+    } else {
+        below(u, MODERN_METHODS.len())
+    };
+    let meta = match byte(u) {
+        0..=159 => Meta::Full,
+        160..=189 => Meta::WithInfo,
+        _ => [
+            Meta::Missing,
+            Meta::NoVersion,
+            Meta::NoCapabilities,
+            Meta::Unsupported,
+            Meta::VersionNotText,
+            Meta::NotObject,
+            Meta::ParamsNotObject,
+        ][below(u, 7)],
+    };
+    let headers = !notification || byte(u) < 32;
+    let method_header = match byte(u) {
+        _ if !headers => MethodHeader::Absent,
+        0..=219 => MethodHeader::Right,
+        220..=231 => MethodHeader::Absent,
+        232..=243 => MethodHeader::Upper,
+        _ => MethodHeader::Other,
+    };
+    let name = if byte(u) < 128 {
+        0
+    } else {
+        below(u, NAMES.len())
+    };
+    let name_header = match byte(u) {
+        _ if !headers => NameHeader::Absent,
+        0..=127 => NameHeader::Encoded,
+        128..=159 => NameHeader::Sentinel,
+        160..=183 => NameHeader::Padded,
+        184..=207 => NameHeader::Literal,
+        208..=223 => NameHeader::Unpadded,
+        224..=239 => NameHeader::Upper,
+        _ => NameHeader::Absent,
+    };
+    let params = if headers && byte(u) < 96 {
+        (0..=below(u, 3))
+            .map(|_| below(u, PARAM_HEADERS.len()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    ModernCall {
+        head,
+        version,
+        notification,
+        id: client_id(u),
+        method,
+        meta,
+        method_header,
+        name,
+        name_header,
+        params,
+        splits: splits(u),
+        end: byte(u) < 240,
     }
 }
 
@@ -817,7 +1130,7 @@ fn client_id(u: &mut Unstructured<'_>) -> ClientId {
 }
 
 fn payload(u: &mut Unstructured<'_>, depth: u8) -> Payload {
-    match below(u, 12) {
+    match below(u, 13) {
         0 => Payload::Initialize {
             id: client_id(u),
             version: below(u, VERSIONS.len()),
@@ -841,6 +1154,11 @@ fn payload(u: &mut Unstructured<'_>, depth: u8) -> Payload {
             Payload::Batch((0..below(u, 4)).map(|_| payload(u, depth + 1)).collect())
         }
         10 => Payload::Cut(Box::new(payload(u, depth + 1)), usize::from(byte(u))),
+        11 => Payload::Modern {
+            id: client_id(u),
+            method: below(u, MODERN_METHODS.len()),
+            meta: [Meta::Full, Meta::Full, Meta::NoCapabilities, Meta::Missing][below(u, 4)],
+        },
         _ => {
             let len = below(u, 64);
             Payload::Raw((0..len).map(|_| byte(u)).collect())
@@ -881,6 +1199,8 @@ pub fn run_counted(setup: &Setup, ops: &[Op]) -> Result<Coverage, String> {
         model
             .step(op)
             .and_then(|()| model.drain(None))
+            .and_then(|()| model.check_modern())
+            .and_then(|()| model.check_state())
             .map_err(|e| format!("after op {i} ({op:?}): {e}"))?;
     }
     model.finish().map_err(|e| format!("at the end: {e}"))?;
@@ -916,6 +1236,18 @@ pub struct Coverage {
     pub cancellations: usize,
     /// Sessions that expired (SESSION-7).
     pub expired: usize,
+    /// Requests of the sessionless revision handed to the application.
+    pub modern_requests: usize,
+    /// Refusals of a 2026-07-28 POST whose code the model predicted and checked.
+    pub modern_refusals: usize,
+    /// SSE answers to 2026-07-28 requests.
+    pub modern_streams: usize,
+    /// 2026-07-28 notifications answered 202 as the model predicted.
+    pub modern_accepted: usize,
+    /// 2026-07-28 requests cancelled because their connection went (MODERN-11).
+    pub modern_cancelled: usize,
+    /// 2026-07-28 requests answered exactly once on their exchange.
+    pub modern_answered: usize,
 }
 
 impl Coverage {
@@ -935,6 +1267,12 @@ impl Coverage {
         self.timeouts += other.timeouts;
         self.cancellations += other.cancellations;
         self.expired += other.expired;
+        self.modern_requests += other.modern_requests;
+        self.modern_refusals += other.modern_refusals;
+        self.modern_streams += other.modern_streams;
+        self.modern_accepted += other.modern_accepted;
+        self.modern_cancelled += other.modern_cancelled;
+        self.modern_answered += other.modern_answered;
     }
 }
 
@@ -965,6 +1303,32 @@ struct Wire {
     body: Vec<u8>,
     /// The last sequence number seen per (epoch, ring).
     seqs: BTreeMap<(u64, u64), u64>,
+    /// It carried a [`ModernCall`], or a request of the sessionless revision was
+    /// dispatched from it.
+    modern: bool,
+    /// What a [`ModernCall`] must get, as far as the model can tell.
+    expect: Expect,
+    /// A request of the sessionless revision was dispatched from it.
+    dispatched: bool,
+    /// Responses (an id with a result or an error) written on it, counted on modern
+    /// exchanges.
+    responses: u32,
+    /// The status a JSON answer to its sessionless request must have, from the code the
+    /// application answered with.
+    answer_status: Option<u16>,
+}
+
+/// What a [`ModernCall`] must get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expect {
+    /// The model cannot tell (a head or body the session-era rules decide, a cut body).
+    Unknown,
+    /// Its request is handed to the application, sessionless.
+    Dispatch,
+    /// 202, an empty body (MODERN-24).
+    Accepted,
+    /// Refused with this status and JSON-RPC code.
+    Refused(u16, i32),
 }
 
 /// A request handed to the application.
@@ -973,6 +1337,11 @@ struct Req {
     tag: String,
     session: Option<SessionId>,
     open: bool,
+    /// Of the sessionless revision: its exchange (a wire index), and whether the
+    /// model has checked how it ended.
+    modern: Option<usize>,
+    cancelled: bool,
+    checked: bool,
 }
 
 /// A server→client request the application sent.
@@ -986,6 +1355,11 @@ struct Model {
     server: Shards,
     now: Instant,
     stateless: bool,
+    eras: Eras,
+    response: ResponseMode,
+    max_body: usize,
+    /// Requests of the sessionless revision whose end is not checked yet.
+    modern_pending: Vec<usize>,
     wires: Vec<Wire>,
     by_exchange: BTreeMap<ExchangeId, usize>,
     /// Session ids seen on the wire (response heads and `endpoint` events).
@@ -1028,6 +1402,10 @@ impl Model {
             server: Shards::new(setup.config(), setup.shards, setup.seed),
             now: Instant::now(),
             stateless: setup.stateless,
+            eras: setup.eras,
+            response: setup.response,
+            max_body: setup.max_body,
+            modern_pending: Vec::new(),
             wires: Vec::new(),
             by_exchange: BTreeMap::new(),
             session_ids: Vec::new(),
@@ -1043,7 +1421,14 @@ impl Model {
     fn step(&mut self, op: &Op) -> Result<(), String> {
         let now = self.now;
         match op {
-            Op::Open(head) => self.open(head),
+            Op::Open(head) => self.open(head, &[], Expect::Unknown).map(|_| ()),
+            Op::Modern(call) => self.modern(call),
+            Op::Fail { request, code } => {
+                if let Some(r) = resolve(&self.requests, *request) {
+                    self.respond_with(r, Some(ErrorCode(i64::from(*code))))?;
+                }
+                Ok(())
+            }
             Op::Body {
                 exchange,
                 payload,
@@ -1052,6 +1437,8 @@ impl Model {
                 let Some(w) = resolve(&self.wires, *exchange) else {
                     return Ok(());
                 };
+                // More body than the model rendered: it no longer knows the answer.
+                self.wires[w].expect = Expect::Unknown;
                 let x = self.wires[w].id;
                 let bytes = Bytes::from(self.render(payload));
                 let mut cuts: Vec<usize> = splits
@@ -1137,7 +1524,13 @@ impl Model {
         resolve(&self.session_ids, pick).map(|i| self.session_ids[i].as_str())
     }
 
-    fn open(&mut self, head: &Head) -> Result<(), String> {
+    /// Sends `head` with `extra` headers besides its own; returns its wire.
+    fn open(
+        &mut self,
+        head: &Head,
+        extra: &[(&'static str, &[u8])],
+        expect: Expect,
+    ) -> Result<usize, String> {
         let (mut parts, ()) = http::Request::new(()).into_parts();
         parts.method = match head.method {
             Verb::Post => Method::POST,
@@ -1268,6 +1661,11 @@ impl Model {
                 parts.headers.append(HeaderName::from_static(name), value);
             }
         }
+        for &(name, value) in extra {
+            if let Ok(value) = HeaderValue::from_bytes(value) {
+                parts.headers.append(HeaderName::from_static(name), value);
+            }
+        }
         let x = self.server.handle_head(self.now, parts);
         if self.by_exchange.contains_key(&x) {
             return Err(format!("handle_head returned {x} a second time"));
@@ -1292,8 +1690,14 @@ impl Model {
             sse: None,
             body: Vec::new(),
             seqs: BTreeMap::new(),
+            modern: expect != Expect::Unknown,
+            expect,
+            dispatched: false,
+            responses: 0,
+            answer_status: None,
         });
-        self.drain(Some(x))
+        self.drain(Some(x))?;
+        Ok(self.wires.len() - 1)
     }
 
     fn render(&self, payload: &Payload) -> Vec<u8> {
@@ -1349,6 +1753,11 @@ impl Model {
                 out.push(b']');
                 out
             }
+            Payload::Modern { id: i, method, meta } => {
+                let mut out = Vec::new();
+                modern_body(&mut out, false, i, MODERN_METHODS[method % MODERN_METHODS.len()], *meta, NAMES[0]);
+                out
+            }
             Payload::Raw(bytes) => bytes.clone(),
             Payload::Cut(inner, at) => {
                 let mut bytes = self.render(inner);
@@ -1359,17 +1768,27 @@ impl Model {
     }
 
     fn respond(&mut self, r: usize, error: bool) -> Result<(), String> {
+        self.respond_with(r, error.then_some(ErrorCode(-32001)))
+    }
+
+    /// Answers request `r` with a result, or an error of `code`.
+    fn respond_with(&mut self, r: usize, code: Option<ErrorCode>) -> Result<(), String> {
         let req = &self.requests[r];
+        if let Some(w) = req.modern
+            && req.open
+        {
+            // MODERN-9, MODERN-20: the code picks the status of a JSON answer.
+            self.wires[w].answer_status = Some(match code.map(|c| c.0) {
+                Some(-32601) => 404,
+                Some(-32022..=-32020) => 400,
+                _ => 200,
+            });
+        }
         let json = tag_json(&req.tag);
         let raw = RawJson::new(&json).expect("a tag is JSON");
-        let result = if error {
-            self.server.respond_error(
-                self.now,
-                req.handle,
-                ErrorCode(-32001),
-                "failed",
-                Some(&raw),
-            )
+        let result = if let Some(code) = code {
+            self.server
+                .respond_error(self.now, req.handle, code, "failed", Some(&raw))
         } else {
             self.server.respond(self.now, req.handle, &raw)
         };
@@ -1394,7 +1813,18 @@ impl Model {
                     return Ok(());
                 };
                 let req = &self.requests[r];
-                let refused = (!req.open).then_some(SendError::UnknownRequest);
+                // MODERN-10: no server→client request on the revision; with JSON
+                // answers only, no stream for a notification either (no session to
+                // carry it).
+                let refused = if !req.open {
+                    Some(SendError::UnknownRequest)
+                } else if req.modern.is_some()
+                    && (request.is_some() || self.response == ResponseMode::Json)
+                {
+                    Some(SendError::NoStream)
+                } else {
+                    None
+                };
                 (
                     Target::Request(req.handle),
                     req.tag.clone(),
@@ -1487,6 +1917,30 @@ impl Model {
                     self.coverage.resumes += 1;
                 }
                 let header = |name: &str| head.headers.get(name).and_then(|v| v.to_str().ok());
+                let sse = header("content-type") == Some("text/event-stream");
+                let expected = match wire.expect {
+                    Expect::Unknown => None,
+                    Expect::Accepted => Some(202),
+                    Expect::Refused(status, _) => Some(status),
+                    Expect::Dispatch if sse => Some(200),
+                    Expect::Dispatch => Some(wire.answer_status.unwrap_or(200)),
+                };
+                if let Some(status) = expected
+                    && status != wire.status
+                {
+                    return Err(format!(
+                        "{x}: a 2026-07-28 POST expected {:?} got {}",
+                        wire.expect, wire.status
+                    ));
+                }
+                if wire.expect == Expect::Accepted {
+                    self.coverage.modern_accepted += 1;
+                }
+                if wire.modern && head.headers.contains_key("mcp-session-id") {
+                    return Err(format!(
+                        "{x}: a 2026-07-28 answer names a session (MODERN-2)"
+                    ));
+                }
                 if let Some(answered) = header("mcp-session-id") {
                     if self.stateless {
                         return Err(format!("{x}: a stateless server named session {answered}"));
@@ -1503,8 +1957,11 @@ impl Model {
                         self.session_ids.push(answered.to_owned());
                     }
                 }
-                if header("content-type") == Some("text/event-stream") {
+                if sse {
                     wire.sse = Some(Decoder::new(Limits::default()));
+                    if wire.modern {
+                        self.coverage.modern_streams += 1;
+                    }
                 }
                 wire.content_length = header("content-length").and_then(|v| v.parse().ok());
             }
@@ -1558,8 +2015,25 @@ impl Model {
                         serde_json::Value::Array(items) => items,
                         one => vec![one],
                     };
+                    if let Expect::Refused(_, code) = wire.expect {
+                        let got = messages
+                            .first()
+                            .and_then(|m| m.get("error")?.get("code")?.as_i64());
+                        if messages.len() != 1 || got != Some(i64::from(code)) {
+                            return Err(format!(
+                                "{x}: a 2026-07-28 POST expected error {code}: {messages:?}"
+                            ));
+                        }
+                        self.coverage.modern_refusals += 1;
+                    }
                     for m in &messages {
                         self.coverage.tagged += usize::from(check_tag(x, wire.tag.as_deref(), m)?);
+                        if wire.modern && is_response(m) {
+                            wire.responses += 1;
+                        }
+                    }
+                    if wire.responses > 1 {
+                        return Err(format!("{x}: {} answers to one request", wire.responses));
                     }
                 }
             }
@@ -1580,6 +2054,13 @@ impl Model {
                 .map_err(|e| format!("{x}: the SSE body does not decode: {e}"))?;
             let Some(item) = item else { break };
             let Item::Event(event) = item else { continue };
+            if wire.modern && !event.id().is_empty() {
+                // MODERN-12: no resumability on the revision.
+                return Err(format!(
+                    "{x}: event id {:?} on a 2026-07-28 stream",
+                    event.id()
+                ));
+            }
             if !event.id().is_empty() {
                 let id = EventId::parse(event.id())
                     .map_err(|e| format!("{x}: event id {:?}: {e}", event.id()))?;
@@ -1622,6 +2103,12 @@ impl Model {
             let message: serde_json::Value = serde_json::from_str(event.data())
                 .map_err(|e| format!("{x}: event data is not JSON: {e}"))?;
             self.coverage.tagged += usize::from(check_tag(x, wire.tag.as_deref(), &message)?);
+            if wire.modern && is_response(&message) {
+                wire.responses += 1;
+                if wire.responses > 1 {
+                    return Err(format!("{x}: {} answers to one request", wire.responses));
+                }
+            }
         }
         if decoder.buffered_len() != 0 {
             return Err(format!("{x}: a Data that is not whole SSE frames"));
@@ -1633,17 +2120,50 @@ impl Model {
         match event {
             Event::Request(r) => {
                 let session = r.session();
+                let sessionless = r.era() == Era::Sessionless;
                 let tag = match session {
+                    Some(s) if sessionless => {
+                        return Err(format!("a 2026-07-28 request in session {s}"));
+                    }
                     Some(s) => self
                         .server
                         .session_header(s)
                         .ok_or_else(|| format!("a request of {s}, which has no id"))?
                         .to_owned(),
                     None => match current {
-                        Some(x) if self.stateless => format!("{x}"),
+                        Some(x) if self.stateless || sessionless => format!("{x}"),
                         _ => return Err("a request without a session or an exchange".into()),
                     },
                 };
+                let mut modern = None;
+                if let Some(&w) = current.and_then(|x| self.by_exchange.get(&x)) {
+                    let wire = &mut self.wires[w];
+                    match wire.expect {
+                        Expect::Unknown => {}
+                        Expect::Dispatch if sessionless => {}
+                        expect => {
+                            return Err(format!(
+                                "{}: a 2026-07-28 POST expected {expect:?}, its request was \
+                                 dispatched ({:?})",
+                                wire.id,
+                                r.era()
+                            ));
+                        }
+                    }
+                    if sessionless {
+                        // Its own exchange is its whole world: the messages on it carry
+                        // the exchange's tag, whatever session id its head named.
+                        wire.modern = true;
+                        wire.dispatched = true;
+                        wire.tag = Some(tag.clone());
+                        modern = Some(w);
+                        self.coverage.modern_requests += 1;
+                        self.modern_pending.push(self.requests.len());
+                    }
+                }
+                if sessionless && modern.is_none() {
+                    return Err("a 2026-07-28 request from no exchange".into());
+                }
                 if let Some(s) = session {
                     self.saw_session(s);
                     if r.method() == "initialize" {
@@ -1662,6 +2182,9 @@ impl Model {
                     tag,
                     session,
                     open: true,
+                    modern,
+                    cancelled: false,
+                    checked: false,
                 });
             }
             Event::Notification {
@@ -1707,6 +2230,7 @@ impl Model {
                 match self.requests.iter_mut().find(|r| r.handle == request) {
                     Some(r) if r.open => {
                         r.open = false;
+                        r.cancelled = true;
                         self.coverage.cancellations += 1;
                     }
                     _ => return Err(format!("a cancellation of request {}", request.get())),
@@ -1742,6 +2266,249 @@ impl Model {
         Ok(())
     }
 
+    /// A [`ModernCall`]: its head with its mirrored headers, its body in chunks, its end.
+    fn modern(&mut self, call: &ModernCall) -> Result<(), String> {
+        let method = if call.notification {
+            NOTIFICATIONS[call.method % NOTIFICATIONS.len()]
+        } else {
+            MODERN_METHODS[call.method % MODERN_METHODS.len()]
+        };
+        let name = NAMES[call.name % NAMES.len()];
+        let mut body = Vec::with_capacity(320);
+        modern_body(
+            &mut body,
+            call.notification,
+            &call.id,
+            method,
+            call.meta,
+            name,
+        );
+        let expect = self.expect(call, method, name, body.len());
+        let mut scratch = [Vec::new(), Vec::new()];
+        let mut extra: Vec<(&'static str, &[u8])> = Vec::with_capacity(8);
+        let version: Option<&[u8]> = match call.version {
+            ModernVersion::Modern => Some(b"2026-07-28"),
+            ModernVersion::Padded => Some(b" 2026-07-28 "),
+            ModernVersion::Absent => None,
+            ModernVersion::SessionEra => Some(b"2025-11-25"),
+            ModernVersion::Unsupported => Some(b"v999.0.0"),
+        };
+        if let Some(v) = version {
+            extra.push(("mcp-protocol-version", v));
+        }
+        let [upper_method, name_value] = &mut scratch;
+        match call.method_header {
+            MethodHeader::Right => extra.push(("mcp-method", method.as_bytes())),
+            MethodHeader::Absent => {}
+            MethodHeader::Upper => {
+                upper_method.extend(method.bytes().map(|b| b.to_ascii_uppercase()));
+                extra.push(("mcp-method", upper_method));
+            }
+            MethodHeader::Other => extra.push(("mcp-method", b"tools/list-changed")),
+        }
+        let present = name_header(name_value, call.name_header, name);
+        if present {
+            extra.push(("mcp-name", name_value));
+        }
+        for &p in &call.params {
+            let (header, value) = PARAM_HEADERS[p % PARAM_HEADERS.len()];
+            extra.push((header, value.as_bytes()));
+        }
+        let w = self.open(&call.head, &extra, expect)?;
+        let x = self.wires[w].id;
+        let body = Bytes::from(body);
+        let mut cuts = [0usize; 6];
+        let n = call.splits.len().min(4);
+        for (cut, s) in cuts.iter_mut().zip(&call.splits[..n]) {
+            *cut = s % (body.len() + 1);
+        }
+        cuts[n] = 0;
+        cuts[n + 1] = body.len();
+        let cuts = &mut cuts[..n + 2];
+        cuts.sort_unstable();
+        for pair in cuts.windows(2) {
+            self.server
+                .handle_body(self.now, x, body.slice(pair[0]..pair[1]));
+        }
+        if !call.end {
+            return Ok(());
+        }
+        self.server.handle_body_end(self.now, x);
+        self.drain(Some(x))?;
+        let wire = &self.wires[w];
+        match wire.expect {
+            Expect::Dispatch if !wire.dispatched => Err(format!(
+                "{x}: a 2026-07-28 request expected to be dispatched was not (status {})",
+                wire.status
+            )),
+            Expect::Accepted | Expect::Refused(..) if !wire.ended => Err(format!(
+                "{x}: a 2026-07-28 POST expected {:?} is not answered",
+                wire.expect
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// What a [`ModernCall`] must get, where the model can tell: its head otherwise
+    /// conforming, its body whole and within bounds, its era decided by its headers and
+    /// `_meta` alone (MODERN-25); then the checks in the order the conformance suite
+    /// fixes (MODERN-4, -20, -4, -5, -6, -6, -21).
+    fn expect(&self, call: &ModernCall, method: &str, name: &str, body_len: usize) -> Expect {
+        let head = &call.head;
+        let conforming = matches!(head.method, Verb::Post)
+            && matches!(head.path, Path::Endpoint)
+            && matches!(head.accept, Accept::Both)
+            && matches!(
+                head.content_type,
+                ContentType::Json | ContentType::JsonCharset
+            )
+            && matches!(head.origin, Origin::Absent | Origin::Loopback)
+            && matches!(head.host, Host::Loopback)
+            && head.content_length.is_none()
+            && call.splits.len() <= 4
+            && body_len <= self.max_body;
+        let sessions = self.eras.contains(Eras::SESSIONS);
+        let served = self.eras.contains(Eras::MODERN);
+        if !conforming || (sessions && !matches!(head.session, SessionRef::Absent)) {
+            return Expect::Unknown;
+        }
+        let header = match call.version {
+            ModernVersion::Modern | ModernVersion::Padded => Some("2026-07-28"),
+            ModernVersion::Absent => None,
+            ModernVersion::SessionEra if sessions => return Expect::Unknown,
+            ModernVersion::SessionEra => Some("2025-11-25"),
+            ModernVersion::Unsupported => Some("v999.0.0"),
+        };
+        let meta_version = match call.meta {
+            Meta::Full | Meta::WithInfo | Meta::NoCapabilities => Some("2026-07-28"),
+            Meta::Unsupported => Some("v999.0.0"),
+            _ => None,
+        };
+        let sessionless = !sessions
+            || header == Some("2026-07-28")
+            || (header != Some("2025-11-25") && meta_version.is_some());
+        if !sessionless {
+            return Expect::Unknown;
+        }
+        let (mismatch, unsupported) = ((400, -32020), (400, -32022));
+        let Some(header) = header else {
+            return Expect::Refused(mismatch.0, mismatch.1);
+        };
+        if call.notification {
+            return if served && header == "2026-07-28" {
+                Expect::Accepted
+            } else {
+                Expect::Refused(unsupported.0, unsupported.1)
+            };
+        }
+        let meta_version = match call.meta {
+            Meta::NoCapabilities
+            | Meta::Missing
+            | Meta::NoVersion
+            | Meta::VersionNotText
+            | Meta::NotObject
+            | Meta::ParamsNotObject => return Expect::Refused(400, -32602),
+            Meta::Full | Meta::WithInfo | Meta::Unsupported => meta_version.expect("a version"),
+        };
+        if meta_version != header {
+            return Expect::Refused(mismatch.0, mismatch.1);
+        }
+        if !served || meta_version != "2026-07-28" {
+            return Expect::Refused(unsupported.0, unsupported.1);
+        }
+        if call.method_header != MethodHeader::Right {
+            return Expect::Refused(mismatch.0, mismatch.1);
+        }
+        let named = matches!(method, "tools/call" | "prompts/get" | "resources/read");
+        if named && !name_agrees(call.name_header, name) {
+            return Expect::Refused(mismatch.0, mismatch.1);
+        }
+        if matches!(method, "ping" | "initialize") {
+            return Expect::Refused(404, -32601);
+        }
+        Expect::Dispatch
+    }
+
+    /// Every request of the sessionless revision whose exchange is done got exactly one
+    /// answer on it, or was cancelled and got none (MODERN-10, MODERN-11); one answered
+    /// while its exchange is live ended it.
+    fn check_modern(&mut self) -> Result<(), String> {
+        let mut i = 0;
+        while i < self.modern_pending.len() {
+            let r = self.modern_pending[i];
+            let req = &self.requests[r];
+            let w = req.modern.expect("a modern request");
+            let wire = &self.wires[w];
+            let x = wire.id;
+            let done = if req.cancelled {
+                if wire.responses != 0 {
+                    return Err(format!("{x}: a cancelled 2026-07-28 request was answered"));
+                }
+                self.coverage.modern_cancelled += 1;
+                true
+            } else if wire.gone {
+                return Err(format!(
+                    "{x}: its client went, its 2026-07-28 request was not cancelled (MODERN-11)"
+                ));
+            } else if wire.ended {
+                if req.open {
+                    return Err(format!(
+                        "{x}: ended with its 2026-07-28 request neither answered nor cancelled"
+                    ));
+                }
+                if wire.responses != 1 {
+                    return Err(format!(
+                        "{x}: {} answers to its 2026-07-28 request",
+                        wire.responses
+                    ));
+                }
+                self.coverage.modern_answered += 1;
+                true
+            } else if !req.open {
+                return Err(format!(
+                    "{x}: its 2026-07-28 request was answered, the exchange did not end"
+                ));
+            } else {
+                false
+            };
+            if done {
+                self.requests[r].checked = true;
+                self.modern_pending.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// The server holds exactly the exchanges still open on the wire; while no session
+    /// was ever made (a 2026-07-28 client, or a stateless server), it holds none, and
+    /// once nothing is open or owed, nothing at all.
+    fn check_state(&self) -> Result<(), String> {
+        let open = self.wires.iter().filter(|w| !w.ended && !w.gone).count();
+        let held = self.server.exchange_count();
+        if held != open {
+            return Err(format!("{held} exchanges held, {open} open on the wire"));
+        }
+        if !self.sessions.is_empty() || !self.session_ids.is_empty() {
+            return Ok(());
+        }
+        if self.server.session_count() != 0 {
+            return Err(format!(
+                "{} sessions held, none seen",
+                self.server.session_count()
+            ));
+        }
+        let owed = self.requests.iter().any(|r| r.open) || self.issued.iter().any(|i| !i.settled);
+        if open == 0 && !owed && !self.server.is_idle() {
+            return Err(format!(
+                "state left with nothing open and no session: {:?}",
+                self.server
+            ));
+        }
+        Ok(())
+    }
+
     fn saw_session(&mut self, s: SessionId) {
         if !self.sessions.iter().any(|(t, _)| *t == s) {
             self.coverage.sessions += 1;
@@ -1758,6 +2525,8 @@ impl Model {
             }
         }
         self.drain(None)?;
+        self.check_modern()?;
+        self.check_state()?;
         self.run_out_the_clock()?;
         for r in 0..self.requests.len() {
             if self.requests[r].open {
@@ -1785,6 +2554,128 @@ impl Model {
             self.drain(None)?;
         }
         Err("deadlines keep coming with nothing connected".into())
+    }
+}
+
+/// Whether `message` is a response (an id with a result or an error).
+fn is_response(message: &serde_json::Value) -> bool {
+    message.get("id").is_some()
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+/// Writes the body of a 2026-07-28 request or notification with this `_meta`.
+fn modern_body(
+    out: &mut Vec<u8>,
+    notification: bool,
+    id: &ClientId,
+    method: &str,
+    meta: Meta,
+    name: &str,
+) {
+    use std::io::Write as _;
+    let _ = write!(out, r#"{{"jsonrpc":"2.0","#);
+    if !notification {
+        let _ = match id {
+            ClientId::Int(n) => write!(out, r#""id":{n},"#),
+            ClientId::Str(n) => write!(out, r#""id":"r{n}","#),
+        };
+    }
+    let _ = write!(out, r#""method":"{method}","params":"#);
+    if meta == Meta::ParamsNotObject {
+        out.extend_from_slice(b"[1]}");
+        return;
+    }
+    if notification {
+        out.extend_from_slice(br#"{"requestId":1,"progressToken":1,"progress":1"#);
+    } else {
+        let _ = write!(
+            out,
+            r#"{{"name":"{name}","uri":"{name}","arguments":{{"region":"us-west","count":42,"flag":true}}"#
+        );
+    }
+    const V: &str = r#""io.modelcontextprotocol/protocolVersion""#;
+    const C: &str = r#""io.modelcontextprotocol/clientCapabilities":{}"#;
+    let _ = match meta {
+        Meta::Full => write!(out, r#","_meta":{{{V}:"2026-07-28",{C}}}"#),
+        Meta::WithInfo => write!(
+            out,
+            r#","_meta":{{{V}:"2026-07-28",{C},"io.modelcontextprotocol/clientInfo":{{"name":"ops","version":"1"}},"io.modelcontextprotocol/logLevel":"info"}}"#
+        ),
+        Meta::Missing | Meta::ParamsNotObject => Ok(()),
+        Meta::NoVersion => write!(out, r#","_meta":{{{C}}}"#),
+        Meta::NoCapabilities => write!(out, r#","_meta":{{{V}:"2026-07-28"}}"#),
+        Meta::Unsupported => write!(out, r#","_meta":{{{V}:"v999.0.0",{C}}}"#),
+        Meta::VersionNotText => write!(out, r#","_meta":{{{V}:7,{C}}}"#),
+        Meta::NotObject => write!(out, r#","_meta":"x""#),
+    };
+    out.extend_from_slice(b"}}");
+}
+
+/// Writes the `Mcp-Name` value of `how` for `name` into `out`; false for none.
+fn name_header(out: &mut Vec<u8>, how: NameHeader, name: &str) -> bool {
+    match how {
+        NameHeader::Absent => return false,
+        NameHeader::Encoded => out.extend_from_slice(mcpwire::mirror::encode_str(name).as_bytes()),
+        NameHeader::Padded => {
+            out.extend_from_slice(b"  ");
+            out.extend_from_slice(mcpwire::mirror::encode_str(name).as_bytes());
+            out.push(b'\t');
+        }
+        NameHeader::Sentinel | NameHeader::Unpadded => {
+            out.extend_from_slice(b"=?base64?");
+            base64(out, name.as_bytes());
+            if how == NameHeader::Unpadded {
+                while out.last() == Some(&b'=') {
+                    out.pop();
+                }
+            }
+            out.extend_from_slice(b"?=");
+        }
+        NameHeader::Literal => out.extend_from_slice(name.as_bytes()),
+        NameHeader::Upper => out.extend(name.bytes().map(|b| b.to_ascii_uppercase())),
+    }
+    true
+}
+
+/// Whether `Mcp-Name` written as `how` names `name` (MODERN-6, MODERN-8), by the rules
+/// rather than by the decoder: an encoded value always does; the sentinel unpadded only
+/// when no padding was due; the bytes as they are only when they are plain text (visible
+/// ASCII, inner spaces, no whitespace at the ends, not shaped as the sentinel); upper
+/// case only when that changes nothing.
+fn name_agrees(how: NameHeader, name: &str) -> bool {
+    let plain = name
+        .bytes()
+        .all(|b| b == b' ' || (0x21..=0x7e).contains(&b))
+        && !name.starts_with([' ', '\t'])
+        && !name.ends_with([' ', '\t'])
+        && !(name.starts_with("=?base64?") && name.ends_with("?=") && name.len() >= 11);
+    match how {
+        NameHeader::Encoded | NameHeader::Padded | NameHeader::Sentinel => true,
+        NameHeader::Unpadded => name.len() % 3 == 0,
+        NameHeader::Literal => plain,
+        NameHeader::Upper => plain && !name.bytes().any(|b| b.is_ascii_lowercase()),
+        NameHeader::Absent => false,
+    }
+}
+
+/// RFC 4648 base64 with padding, written here so the model does not share the code it
+/// checks.
+fn base64(out: &mut Vec<u8>, bytes: &[u8]) {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]);
+            } else {
+                out.push(b'=');
+            }
+        }
     }
 }
 

@@ -155,6 +155,16 @@ impl Shards {
         }
     }
 
+    /// The open exchanges of every shard ([`Server::exchange_count`]).
+    pub fn exchange_count(&self) -> usize {
+        self.servers.iter().map(Server::exchange_count).sum()
+    }
+
+    /// The live sessions of every shard ([`Server::session_count`]).
+    pub fn session_count(&self) -> usize {
+        self.servers.iter().map(Server::session_count).sum()
+    }
+
     /// Whether every shard is idle.
     pub fn is_idle(&self) -> bool {
         self.servers.iter().all(Server::is_idle)
