@@ -2643,12 +2643,12 @@ fn name_header(out: &mut Vec<u8>, how: NameHeader, name: &str) -> bool {
 /// ASCII, inner spaces, no whitespace at the ends, not shaped as the sentinel); upper
 /// case only when that changes nothing.
 fn name_agrees(how: NameHeader, name: &str) -> bool {
-    let plain = name
+    let visible = name
         .bytes()
-        .all(|b| b == b' ' || (0x21..=0x7e).contains(&b))
-        && !name.starts_with([' ', '\t'])
-        && !name.ends_with([' ', '\t'])
-        && !(name.starts_with("=?base64?") && name.ends_with("?=") && name.len() >= 11);
+        .all(|b| b == b' ' || (0x21..=0x7e).contains(&b));
+    let padded = name.starts_with([' ', '\t']) || name.ends_with([' ', '\t']);
+    let sentinel = name.starts_with("=?base64?") && name.ends_with("?=") && name.len() >= 11;
+    let plain = visible && !padded && !sentinel;
     match how {
         NameHeader::Encoded | NameHeader::Padded | NameHeader::Sentinel => true,
         NameHeader::Unpadded => name.len() % 3 == 0,
