@@ -19,7 +19,8 @@ use serde_json::Value;
 
 use super::listen::{self, Change, Filter};
 use super::modern::{
-    CLIENT_CAPABILITIES, CacheHint, LOG_LEVEL, LogLevel, Method, Responder, Seal, Shape, discover,
+    CLIENT_CAPABILITIES, CacheHint, Identity, LOG_LEVEL, LogLevel, Method, Responder, Seal, Shape,
+    discover,
 };
 use super::state::{StateError, StateKey};
 use super::{CallError, builtin_answer, client_answer, progress_params, progress_token};
@@ -249,7 +250,7 @@ impl Act {
 struct Modern {
     method: Method,
     cache: CacheHint,
-    server_info: Arc<Value>,
+    server_info: Arc<Identity>,
     key: Arc<StateKey>,
 }
 
@@ -537,7 +538,7 @@ pub struct Dispatcher<C, W> {
     listens: HashMap<RequestHandle, Listen>,
     key: Arc<StateKey>,
     /// `serverInfo`, asked of the application once.
-    server_info: Option<Arc<Value>>,
+    server_info: Option<Arc<Identity>>,
 }
 
 /// One open `subscriptions/listen`.
@@ -686,7 +687,7 @@ impl<C: Cancel, W: Reply> Dispatcher<C, W> {
             let method = request.method();
             let server_info = Arc::clone(
                 self.server_info
-                    .get_or_insert_with(|| Arc::new(describe.server_info())),
+                    .get_or_insert_with(|| Arc::new(Identity::new(describe.server_info()))),
             );
             let kind = Method::of(method);
             Box::new(Modern {

@@ -12,7 +12,9 @@ use serde_json::{Map, Value, json};
 
 use super::CallError;
 use super::state::StateKey;
-use crate::jsonrpc::{ErrorCode, RawJson};
+use bytes::BytesMut;
+
+use crate::jsonrpc::{EncodeError, ErrorCode, Json, ToJson};
 use crate::server::{RequestHandle, Server};
 
 /// `_meta` key of the server's identity on every result (MODERN-3).
@@ -158,7 +160,7 @@ pub(super) struct Shape {
     pub(super) method: Method,
     /// The hint for a complete result of a cacheable method.
     pub(super) cache: CacheHint,
-    pub(super) server_info: Arc<Value>,
+    pub(super) server_info: Arc<Identity>,
     /// What seals an `input_required` result's state, for a method that may answer one.
     pub(super) seal: Option<Seal>,
 }
@@ -235,29 +237,24 @@ impl Responder {
     }
 
     /// Answers the request with a handler's `result`, completed for its era (see
-    /// [`complete`](Self::complete)). An answer to a request no longer open (cancelled,
-    /// session gone) is dropped, as the core drops it.
+    /// [`complete`](Self::complete)), serialized straight into the response. An answer
+    /// to a request no longer open (cancelled, session gone) is dropped, as the core
+    /// drops it.
     pub fn answer(self, server: &mut Server, now: Instant, result: Result<Value, CallError>) {
         let handle = self.handle;
-        let result = self.complete(result);
-        let _ = match result {
-            Ok(value) => {
-                let text = value.to_string();
-                match RawJson::new(&text) {
-                    Ok(raw) => server.respond(now, handle, &raw),
-                    Err(_) => server.respond_error(
-                        now,
-                        handle,
-                        ErrorCode::INTERNAL_ERROR,
-                        "result is not JSON",
-                        None,
-                    ),
-                }
-            }
+        let _ = match self.completed(result) {
+            Ok(Completed::Value(value)) => server.respond(now, handle, &Json(&value)),
+            Ok(Completed::Plain(object, identity)) => server.respond(
+                now,
+                handle,
+                &Spliced {
+                    object: &object,
+                    members: &identity.members,
+                },
+            ),
             Err(e) => {
-                let data = e.data.as_ref().map(Value::to_string);
-                let data = data.as_deref().and_then(|d| RawJson::new(d).ok());
-                let data = data.as_ref().map(|d| d as &dyn crate::jsonrpc::ToJson);
+                let data = e.data.as_ref().map(Json);
+                let data = data.as_ref().map(|d| d as &dyn ToJson);
                 server.respond_error(now, handle, e.code, &e.message, data)
             }
         };
@@ -275,8 +272,15 @@ impl Responder {
     /// # Errors
     /// The handler's error; -32603 for an `input_required` answer the revision forbids.
     pub fn complete(&self, result: Result<Value, CallError>) -> Result<Value, CallError> {
+        self.completed(result).map(Completed::into_value)
+    }
+
+    /// [`complete`](Self::complete), leaving the two members nearly every result lacks
+    /// (`resultType` and `_meta`) to be written with it rather than built as values: the
+    /// server's identity is rendered once, not cloned into each result.
+    fn completed(&self, result: Result<Value, CallError>) -> Result<Completed, CallError> {
         let Some(shape) = &self.shape else {
-            return result;
+            return result.map(Completed::Value);
         };
         let mut value = match result {
             Ok(value) => value,
@@ -287,14 +291,11 @@ impl Responder {
                 return Err(e);
             }
         };
-        let Some(object) = value.as_object_mut() else {
-            return Ok(value);
+        let Value::Object(object) = &mut value else {
+            return Ok(Completed::Value(value));
         };
-        let kind = object
-            .entry("resultType")
-            .or_insert_with(|| Value::from("complete"));
-        match kind.as_str() {
-            Some("complete") if shape.method.is_cacheable() => {
+        match object.get("resultType").map(Value::as_str) {
+            None | Some(Some("complete")) if shape.method.is_cacheable() => {
                 object
                     .entry("ttlMs")
                     .or_insert_with(|| shape.cache.ttl_ms.into());
@@ -302,17 +303,86 @@ impl Responder {
                     .entry("cacheScope")
                     .or_insert_with(|| shape.cache.scope.as_str().into());
             }
-            Some("input_required") => seal(shape, object)?,
+            Some(Some("input_required")) => seal(shape, object)?,
             _ => {}
         }
+        if !object.contains_key("resultType") && !object.contains_key("_meta") {
+            let Value::Object(object) = value else {
+                unreachable!("matched as an object above")
+            };
+            return Ok(Completed::Plain(object, Arc::clone(&shape.server_info)));
+        }
+        object
+            .entry("resultType")
+            .or_insert_with(|| Value::from("complete"));
         let meta = object
             .entry("_meta")
             .or_insert_with(|| Value::Object(Map::new()));
         if let Some(meta) = meta.as_object_mut() {
             meta.entry(SERVER_INFO)
-                .or_insert_with(|| Value::clone(&shape.server_info));
+                .or_insert_with(|| shape.server_info.value.clone());
         }
-        Ok(value)
+        Ok(Completed::Value(value))
+    }
+}
+
+/// A completed result: a value, or an object that lacks `resultType` and `_meta` and
+/// gets both from the server's [`Identity`] as it is written.
+enum Completed {
+    Value(Value),
+    Plain(Map<String, Value>, Arc<Identity>),
+}
+
+impl Completed {
+    fn into_value(self) -> Value {
+        match self {
+            Self::Value(value) => value,
+            Self::Plain(mut object, identity) => {
+                object.insert("resultType".into(), "complete".into());
+                let meta = Map::from_iter([(SERVER_INFO.to_owned(), identity.value.clone())]);
+                object.insert("_meta".into(), Value::Object(meta));
+                Value::Object(object)
+            }
+        }
+    }
+}
+
+/// The server's identity on every sessionless result (MODERN-3): its value, and the
+/// members a result without `resultType` and `_meta` gains, rendered once.
+#[derive(Debug)]
+pub(super) struct Identity {
+    value: Value,
+    /// `"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":…}`.
+    members: Box<str>,
+}
+
+impl Identity {
+    pub(super) fn new(value: Value) -> Self {
+        let meta = json!({ SERVER_INFO: &value });
+        let members = format!(r#""resultType":"complete","_meta":{meta}"#).into();
+        Self { value, members }
+    }
+}
+
+/// An object written with some members appended: serde_json writes the object, and
+/// `members` (JSON text, `"key":value,…`) go in before its closing brace.
+struct Spliced<'a> {
+    object: &'a Map<String, Value>,
+    members: &'a str,
+}
+
+impl ToJson for Spliced<'_> {
+    fn write_json(&self, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        let start = dst.len();
+        Json(self.object).write_json(dst)?;
+        // serde_json wrote `{…}`: its last byte is the closing brace.
+        dst.truncate(dst.len() - 1);
+        if dst.len() - start > 1 {
+            dst.extend_from_slice(b",");
+        }
+        dst.extend_from_slice(self.members.as_bytes());
+        dst.extend_from_slice(b"}");
+        Ok(())
     }
 }
 
@@ -360,7 +430,7 @@ mod tests {
                 ttl_ms: 5000,
                 scope: CacheScope::Public,
             },
-            server_info: Arc::new(json!({"name": "s", "version": "1"})),
+            server_info: Arc::new(Identity::new(json!({"name": "s", "version": "1"}))),
             seal: Method::of(method).is_round_trip().then(|| Seal {
                 key: Arc::new(StateKey::new([4; 32])),
                 method: method.into(),
@@ -386,6 +456,29 @@ mod tests {
         // What the handler set stays.
         let own = json!({"resultType": "complete", "_meta": {SERVER_INFO: {"name": "own", "version": "2"}, "k": 1}});
         assert_eq!(modern("tools/call").complete(Ok(own.clone())).unwrap(), own);
+    }
+
+    #[test]
+    fn modern_3_a_plain_result_is_written_with_the_identity_spliced_in() {
+        for result in [
+            json!({}),
+            json!({"content": [{"type": "text", "text": "hi"}]}),
+        ] {
+            let responder = modern("tools/call");
+            let Ok(Completed::Plain(object, identity)) = responder.completed(Ok(result.clone()))
+            else {
+                panic!("{result} is written with the identity spliced in");
+            };
+            let mut buf = BytesMut::new();
+            Spliced {
+                object: &object,
+                members: &identity.members,
+            }
+            .write_json(&mut buf)
+            .unwrap();
+            let written: Value = serde_json::from_slice(&buf).unwrap();
+            assert_eq!(written, responder.complete(Ok(result)).unwrap());
+        }
     }
 
     #[test]
