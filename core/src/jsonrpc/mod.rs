@@ -63,7 +63,7 @@ mod error;
 mod id;
 mod message;
 mod pending;
-mod scan;
+pub(crate) mod scan;
 
 pub use encode::{EncodeError, Json, MessageBuf, Outgoing, ToJson};
 pub use envelope::{Envelope, Envelopes, body_text};

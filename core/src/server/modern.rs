@@ -4,8 +4,8 @@
 //! MODERN-21, MODERN-24).
 //!
 //! Only `params._meta`, `params.name` and `params.uri` are read, borrowed from the body
-//! (serde skips the rest without building it), so a request pays one pass over its
-//! params and no allocation for them. A `tools/call` of a tool that mirrors arguments
+//! by the JSON scanner (the rest is skipped without being built), so a request pays one
+//! pass over its params and no allocation for them. A `tools/call` of a tool that mirrors arguments
 //! into `Mcp-Param-*` headers ([`ToolMirrors`]) alone pays a second pass, which builds
 //! its `arguments` to check them (MODERN-7, MODERN-8); any other tool costs one lookup.
 
@@ -13,10 +13,10 @@ use std::borrow::Cow;
 
 use http::StatusCode;
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 
 use super::head::{McpHeaders, VersionHeader};
 use crate::ProtocolVersion;
+use crate::jsonrpc::scan::{MAX_DEPTH_CAP, Scanner, StrToken, unescape};
 use crate::jsonrpc::{Envelope, ErrorCode, Kind};
 use crate::mirror::{MirrorError, ToolMirrors};
 
@@ -66,24 +66,156 @@ pub(super) fn error_status(code: ErrorCode) -> StatusCode {
     }
 }
 
-/// The params of a request, as far as the transport reads them.
-#[derive(Deserialize, Default)]
+/// The params of a request, as far as the transport reads them: `name`, `uri` and the
+/// protocol keys of `_meta`, borrowed from the body (unescaped only when they hold an
+/// escape). An absent or `null` member is `None`, as in serde's reading of an `Option`.
+#[derive(Default)]
 struct Params<'a> {
-    #[serde(rename = "_meta", borrow, default)]
     meta: Option<Meta<'a>>,
-    #[serde(borrow, default)]
     name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     uri: Option<Cow<'a, str>>,
 }
 
 /// The protocol keys of `_meta`.
-#[derive(Deserialize)]
+#[derive(Default)]
 struct Meta<'a> {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
     version: Option<Cow<'a, str>>,
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
-    capabilities: Option<IgnoredAny>,
+    /// `clientCapabilities` is there and not `null` (its content is the application's).
+    capabilities: bool,
+}
+
+/// Why params could not be read: not an object, a read member of the wrong type or
+/// given twice, or an escape no string can hold.
+struct WrongShape;
+
+impl<'a> Params<'a> {
+    /// One pass of the JSON scanner over `text` (the params, valid JSON already): the
+    /// read members are taken, every other value skipped without being built.
+    fn read(text: &'a str) -> Result<Self, WrongShape> {
+        let mut scan = Scanner::new(text.as_bytes(), MAX_DEPTH_CAP);
+        let mut params = Self::default();
+        let (mut name, mut uri, mut meta) = (false, false, false);
+        members(&mut scan, text, |scan, key| match key {
+            "name" => {
+                first(&mut name)?;
+                params.name = string(scan, text)?;
+                Ok(())
+            }
+            "uri" => {
+                first(&mut uri)?;
+                params.uri = string(scan, text)?;
+                Ok(())
+            }
+            "_meta" => {
+                first(&mut meta)?;
+                params.meta = Meta::read(scan, text)?;
+                Ok(())
+            }
+            _ => skip(scan),
+        })?;
+        scan.end().map_err(|_| WrongShape)?;
+        Ok(params)
+    }
+}
+
+impl<'a> Meta<'a> {
+    /// `_meta`: an object, or `null`.
+    fn read(scan: &mut Scanner<'a>, text: &'a str) -> Result<Option<Self>, WrongShape> {
+        if null(scan)? {
+            return Ok(None);
+        }
+        let mut meta = Self::default();
+        let (mut version, mut capabilities) = (false, false);
+        members(scan, text, |scan, key| match key {
+            VERSION_KEY => {
+                first(&mut version)?;
+                meta.version = string(scan, text)?;
+                Ok(())
+            }
+            CAPABILITIES_KEY => {
+                first(&mut capabilities)?;
+                meta.capabilities = !null(scan)?;
+                if meta.capabilities {
+                    skip(scan)?;
+                }
+                Ok(())
+            }
+            _ => skip(scan),
+        })?;
+        Ok(Some(meta))
+    }
+}
+
+/// `_meta` key of the request's revision (MODERN-3).
+const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key of the client's capabilities (MODERN-3).
+const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// Walks the object at the cursor, handing each member's key (unescaped) to `each`,
+/// which consumes its value.
+fn members<'a>(
+    scan: &mut Scanner<'a>,
+    text: &'a str,
+    mut each: impl FnMut(&mut Scanner<'a>, &str) -> Result<(), WrongShape>,
+) -> Result<(), WrongShape> {
+    scan.expect(b'{').map_err(|_| WrongShape)?;
+    scan.enter().map_err(|_| WrongShape)?;
+    if !scan.eat(b'}') {
+        loop {
+            let key = scan.member_key().map_err(|_| WrongShape)?;
+            each(scan, &token(text, key)?)?;
+            if scan.eat(b'}') {
+                break;
+            }
+            scan.expect(b',').map_err(|_| WrongShape)?;
+        }
+    }
+    scan.leave();
+    Ok(())
+}
+
+/// Marks a read member seen; a second one is refused, as serde refuses a duplicate
+/// field.
+fn first(seen: &mut bool) -> Result<(), WrongShape> {
+    if std::mem::replace(seen, true) {
+        return Err(WrongShape);
+    }
+    Ok(())
+}
+
+/// A string or `null` at the cursor.
+fn string<'a>(scan: &mut Scanner<'a>, text: &'a str) -> Result<Option<Cow<'a, str>>, WrongShape> {
+    if null(scan)? {
+        return Ok(None);
+    }
+    if scan.peek() != Some(b'"') {
+        return Err(WrongShape);
+    }
+    let token = scan.string().map_err(|_| WrongShape)?;
+    self::token(text, token).map(Some)
+}
+
+/// Consumes a `null` at the cursor, if that is what it is.
+fn null(scan: &mut Scanner<'_>) -> Result<bool, WrongShape> {
+    if scan.peek() != Some(b'n') {
+        return Ok(false);
+    }
+    scan.value().map_err(|_| WrongShape)?;
+    Ok(true)
+}
+
+/// Skips the value at the cursor.
+fn skip(scan: &mut Scanner<'_>) -> Result<(), WrongShape> {
+    scan.value().map(drop).map_err(|_| WrongShape)
+}
+
+/// A string token's text, unescaped if it holds an escape.
+fn token(text: &str, token: StrToken) -> Result<Cow<'_, str>, WrongShape> {
+    let body = text.get(token.start..token.end).ok_or(WrongShape)?;
+    if !token.escaped {
+        return Ok(Cow::Borrowed(body));
+    }
+    unescape(body).map(Cow::Owned).ok_or(WrongShape)
 }
 
 /// Just `params.arguments`, read only for a tool that mirrors some of them.
@@ -209,9 +341,9 @@ pub(super) fn check(
         return served_version(&version, served).map(|version| Checked { version });
     }
     let header_version = header_version.ok_or(Invalid::NoVersionHeader)?;
-    let params: Params<'_> = match message.payload() {
-        Some(raw) => serde_json::from_str(raw.as_str())
-            .map_err(|_| Invalid::Meta("params or its _meta has the wrong shape"))?,
+    let params = match message.payload() {
+        Some(raw) => Params::read(raw.as_str())
+            .map_err(|WrongShape| Invalid::Meta("params or its _meta has the wrong shape"))?,
         None => Params::default(),
     };
     let meta = params
@@ -220,7 +352,7 @@ pub(super) fn check(
     let meta_version = meta.version.ok_or(Invalid::Meta(
         "_meta lacks io.modelcontextprotocol/protocolVersion",
     ))?;
-    if meta.capabilities.is_none() {
+    if !meta.capabilities {
         return Err(Invalid::Meta(
             "_meta lacks io.modelcontextprotocol/clientCapabilities",
         ));
@@ -380,6 +512,43 @@ mod tests {
             let e = check(&h, &call(params), &MODERN, &NONE).unwrap_err();
             assert!(matches!(e, Invalid::Meta(_)), "{params}: {e:?}");
             assert_eq!(e.status_and_code().1, ErrorCode::INVALID_PARAMS);
+        }
+    }
+
+    #[test]
+    fn modern_20_params_are_read_as_json_not_as_text() {
+        let v = "io.modelcontextprotocol/protocolVersion";
+        let c = "io.modelcontextprotocol/clientCapabilities";
+        // Escapes in keys and values are read, whitespace anywhere, other members skipped
+        // however nested, members in any order, a null capability's sibling taken.
+        for params in [
+            format!(r#""n\u0061me":"ec\u0068o", "x":[{{"_meta":1}}], {META}"#),
+            format!(
+                r#" "_meta" : {{ "{c}" : {{"a":[1,{{"b":null}}]}}, "{v}":"2026-07-28" }} , "name" : "echo" "#
+            ),
+            format!(
+                r#""uri":null,"name":"echo","_meta":{{"other":{{"{v}":1}},"{v}":"2026-07-28","{c}":[]}}"#
+            ),
+        ] {
+            let e = check(&full_headers(), &call(&params), &MODERN, &NONE);
+            assert!(e.is_ok(), "{params}: {e:?}");
+        }
+        // A null `_meta` or capability is absent; a read member of the wrong type, or
+        // given twice, is the wrong shape: all -32602 (MODERN-20).
+        for params in [
+            r#""name":"echo","_meta":null"#.to_owned(),
+            format!(r#""name":"echo","_meta":{{"{v}":"2026-07-28","{c}":null}}"#),
+            r#""name":"echo","_meta":[]"#.to_owned(),
+            format!(r#""name":7,{META}"#),
+            format!(r#""name":"echo","name":"echo",{META}"#),
+            format!(r#""name":"echo",{META},"_meta":{{}}"#),
+            format!(
+                r#""name":"echo","_meta":{{"{v}":"2026-07-28","{v}":"2026-07-28","{c}":{{}}}}"#
+            ),
+            format!(r#""name":"\ud800",{META}"#),
+        ] {
+            let e = check(&full_headers(), &call(&params), &MODERN, &NONE).unwrap_err();
+            assert!(matches!(e, Invalid::Meta(_)), "{params}: {e:?}");
         }
     }
 
