@@ -33,6 +33,29 @@
 //! - at the end, once every exchange is disconnected, every deadline has passed and the
 //!   application has answered what it still holds, every shard is idle
 //!   ([`Server::is_idle`](mcpwire::server::Server::is_idle)).
+//!
+//! Revision 2026-07-28 (MODERN-*) runs on the same endpoint ([`Setup::eras`]): an
+//! [`Op::Modern`] is a POST with right or wrong `params._meta`, `MCP-Protocol-Version`,
+//! `Mcp-Method`, `Mcp-Name` (the `=?base64?…?=` sentinel too) and `Mcp-Param-*` headers,
+//! a request or a notification; [`Payload::Modern`] puts such a body behind any head, so
+//! the era is decided per request (MODERN-25). For these [`run`] also checks:
+//!
+//! - where the model can compute it (a head otherwise conforming, a whole body within
+//!   bounds, an era decided by the headers and `_meta`), the answer: dispatched to the
+//!   application without a session, 202 for a notification (MODERN-24), or refused with
+//!   the status and code of the first failed check (400 -32020/-32022/-32602, 404
+//!   -32601), in the order `modern::check` documents; a JSON answer's status follows the
+//!   application's error code (MODERN-9);
+//! - no answer names a session (MODERN-2) and no event on its stream has an id
+//!   (MODERN-12); no server→client request is sent on it, and with JSON answers only no
+//!   notification either (MODERN-10);
+//! - every such request gets exactly one answer on its exchange, which then ends, or is
+//!   cancelled ([`Event::Cancelled`](mcpwire::server::Event::Cancelled)) and gets none;
+//!   a client that goes away cancels it (MODERN-11), and nothing is written after;
+//! - after every op the server holds exactly the exchanges still open on the wire
+//!   (`exchange_count`), and while no session was ever made (a 2026-07-28-only run, a
+//!   stateless server) no session (`session_count`), and once nothing is open or owed,
+//!   nothing at all (`is_idle`): a modern exchange leaves no state behind.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
