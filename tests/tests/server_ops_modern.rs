@@ -2,7 +2,8 @@
 //! `server_requests` fuzz target runs) get past the refusals: over fixed random inputs the
 //! runs reach sessionless requests answered as JSON and on SSE streams, notifications
 //! answered 202, refusals whose status and code the model predicted, and requests
-//! cancelled because their client went (MODERN-10, MODERN-11, MODERN-24). Without this the
+//! cancelled because their client went (MODERN-10, MODERN-11, MODERN-24), and calls of a
+//! tool with `Mcp-Param-*` mirrors both passing and failing their check (MODERN-7). Without this the
 //! model's modern checks could pass by never being reached.
 
 use mcpwire_tests::server_ops::{self, Coverage};
@@ -37,6 +38,8 @@ fn server_ops_reach_the_2026_revision() {
             c.modern_cancelled,
         ),
         ("requests answered once", c.modern_answered),
+        ("mirrored calls dispatched", c.mirrored_dispatched),
+        ("mirrored calls refused", c.mirrored_refused),
     ] {
         assert!(n >= 10, "only {n} {what}: {c:?}");
     }
