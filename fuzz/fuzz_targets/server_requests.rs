@@ -15,6 +15,12 @@
 //!    cancellations of open requests, a session closed once).
 //! 6. At the end, with every exchange gone and every deadline passed, the server holds no
 //!    state (SESSION-7).
+//! 7. Revision 2026-07-28 on the same endpoint (POSTs with right and wrong `_meta`,
+//!    `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`): refusals have the
+//!    status and code the model predicts, notifications get 202, no answer names a
+//!    session or carries an event id, every request gets exactly one answer or is
+//!    cancelled when its client goes (MODERN-11), and a finished exchange leaves nothing
+//!    behind (`exchange_count`, `session_count`, `is_idle`).
 
 #![no_main]
 

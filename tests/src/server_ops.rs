@@ -33,6 +33,32 @@
 //! - at the end, once every exchange is disconnected, every deadline has passed and the
 //!   application has answered what it still holds, every shard is idle
 //!   ([`Server::is_idle`](mcpwire::server::Server::is_idle)).
+//!
+//! Revision 2026-07-28 (MODERN-*) runs on the same endpoint ([`Setup::eras`]): an
+//! [`Op::Modern`] is a POST with right or wrong `params._meta`, `MCP-Protocol-Version`,
+//! `Mcp-Method`, `Mcp-Name` (the `=?base64?…?=` sentinel too) and `Mcp-Param-*` headers,
+//! a request or a notification; [`Payload::Modern`] puts such a body behind any head, so
+//! the era is decided per request (MODERN-25). For these [`run`] also checks:
+//!
+//! - where the model can compute it (a head otherwise conforming, a whole body within
+//!   bounds, an era decided by the headers and `_meta`), the answer: dispatched to the
+//!   application without a session, 202 for a notification (MODERN-24), or refused with
+//!   the status and code of the first failed check (400 -32020/-32022/-32602, 404
+//!   -32601), in the order `modern::check` documents, a repeated `Mcp-Name` refused
+//!   (MODERN-6), and, where the tool `echo` mirrors arguments ([`Setup::mirrors`]), its
+//!   `Mcp-Param-*` headers checked against them (MODERN-7, MODERN-8: one header each,
+//!   plain or in the sentinel, others ignored, no more than the server keeps); a JSON
+//!   answer's status follows the application's error code (MODERN-9);
+//! - no answer names a session (MODERN-2) and no event on its stream has an id
+//!   (MODERN-12); no server→client request is sent on it, and with JSON answers only no
+//!   notification either (MODERN-10);
+//! - every such request gets exactly one answer on its exchange, which then ends, or is
+//!   cancelled ([`Event::Cancelled`](mcpwire::server::Event::Cancelled)) and gets none;
+//!   a client that goes away cancels it (MODERN-11), and nothing is written after;
+//! - after every op the server holds exactly the exchanges still open on the wire
+//!   (`exchange_count`), and while no session was ever made (a 2026-07-28-only run, a
+//!   stateless server) no session (`session_count`), and once nothing is open or owed,
+//!   nothing at all (`is_idle`): a modern exchange leaves no state behind.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -112,6 +138,13 @@ pub struct Setup {
     /// [`Config::with_eras`]: mostly both eras, sometimes one alone (from the seed's
     /// byte too).
     pub eras: Eras,
+    /// [`Config::with_tool_mirrors`]: the tool `echo` mirrors its `region` (string),
+    /// `count` (integer) and `flag` (boolean) arguments into `Mcp-Param-*` headers
+    /// (MODERN-7), from the seed's byte.
+    pub mirrors: bool,
+    /// [`Config::with_max_param_headers`]: 64 or 3 (the most `echo` mirrors), from the
+    /// seed's byte.
+    pub max_param_headers: usize,
 }
 
 impl Default for Setup {
@@ -139,6 +172,8 @@ impl Default for Setup {
             seed: 1,
             shards: 1,
             eras: Eras::ALL,
+            mirrors: false,
+            max_param_headers: 64,
         }
     }
 }
@@ -146,7 +181,18 @@ impl Default for Setup {
 impl Setup {
     /// The server configuration.
     pub fn config(&self) -> Config {
-        Config::new()
+        let mut config = Config::new();
+        if self.mirrors {
+            let schema = serde_json::json!({"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "count": {"type": "integer", "x-mcp-header": "Count"},
+                "flag": {"type": "boolean", "x-mcp-header": "Flag"}}});
+            let tools = mcpwire::mirror::ToolMirrors::from_schemas([("echo", &schema)])
+                .expect("a valid schema");
+            config = config.with_tool_mirrors(tools);
+        }
+        config
+            .with_max_param_headers(self.max_param_headers)
             .with_response_mode(self.response)
             .with_sessions(if self.stateless {
                 SessionMode::Stateless
@@ -206,6 +252,8 @@ impl Setup {
             seed: u64::from(byte(u)),
             shards: 1,
             eras: Eras::ALL,
+            mirrors: false,
+            max_param_headers: d.max_param_headers,
         };
         setup.shards = 1 + (setup.seed % 3) as usize;
         setup.eras = match (setup.seed >> 3) % 8 {
@@ -213,6 +261,10 @@ impl Setup {
             1 => Eras::SESSIONS,
             _ => Eras::ALL,
         };
+        setup.mirrors = setup.seed & 0x40 != 0;
+        if setup.seed & 0x80 != 0 {
+            setup.max_param_headers = 3;
+        }
         setup
     }
 }
@@ -583,6 +635,8 @@ pub enum NameHeader {
     Literal,
     /// The name in upper case.
     Upper,
+    /// The encoded name in two header fields (no value, MODERN-6).
+    Twice,
     /// None.
     Absent,
 }
@@ -973,14 +1027,26 @@ fn modern_call(u: &mut Unstructured<'_>) -> ModernCall {
         184..=207 => NameHeader::Literal,
         208..=223 => NameHeader::Unpadded,
         224..=239 => NameHeader::Upper,
+        240..=247 => NameHeader::Twice,
         _ => NameHeader::Absent,
     };
-    let params = if headers && byte(u) < 96 {
-        (0..=below(u, 3))
+    let params = match byte(u) {
+        _ if !headers => Vec::new(),
+        // What a client of the `echo` tool sends (the region plain or in the sentinel),
+        // maybe with a header no annotation names.
+        0..=143 => {
+            let mut right = vec![usize::from(byte(u) >= 200), 2, 4];
+            if byte(u) < 64 {
+                right.push(8);
+            }
+            let by = below(u, right.len());
+            right.rotate_left(by);
+            right
+        }
+        144..=223 => (0..=below(u, 4))
             .map(|_| below(u, PARAM_HEADERS.len()))
-            .collect()
-    } else {
-        Vec::new()
+            .collect(),
+        _ => Vec::new(),
     };
     ModernCall {
         head,
@@ -1248,6 +1314,10 @@ pub struct Coverage {
     pub modern_cancelled: usize,
     /// 2026-07-28 requests answered exactly once on their exchange.
     pub modern_answered: usize,
+    /// Calls of a tool with `Mcp-Param-*` mirrors the model predicted dispatched.
+    pub mirrored_dispatched: usize,
+    /// Calls of a tool with mirrors the model predicted refused.
+    pub mirrored_refused: usize,
 }
 
 impl Coverage {
@@ -1273,6 +1343,8 @@ impl Coverage {
         self.modern_accepted += other.modern_accepted;
         self.modern_cancelled += other.modern_cancelled;
         self.modern_answered += other.modern_answered;
+        self.mirrored_dispatched += other.mirrored_dispatched;
+        self.mirrored_refused += other.mirrored_refused;
     }
 }
 
@@ -1358,6 +1430,8 @@ struct Model {
     eras: Eras,
     response: ResponseMode,
     max_body: usize,
+    mirrors: bool,
+    max_param_headers: usize,
     /// Requests of the sessionless revision whose end is not checked yet.
     modern_pending: Vec<usize>,
     wires: Vec<Wire>,
@@ -1405,6 +1479,8 @@ impl Model {
             eras: setup.eras,
             response: setup.response,
             max_body: setup.max_body,
+            mirrors: setup.mirrors,
+            max_param_headers: setup.max_param_headers,
             modern_pending: Vec::new(),
             wires: Vec::new(),
             by_exchange: BTreeMap::new(),
@@ -2284,6 +2360,13 @@ impl Model {
             name,
         );
         let expect = self.expect(call, method, name, body.len());
+        if self.mirrors && method == "tools/call" && name == "echo" {
+            match expect {
+                Expect::Dispatch => self.coverage.mirrored_dispatched += 1,
+                Expect::Refused(..) => self.coverage.mirrored_refused += 1,
+                _ => {}
+            }
+        }
         let mut scratch = [Vec::new(), Vec::new()];
         let mut extra: Vec<(&'static str, &[u8])> = Vec::with_capacity(8);
         let version: Option<&[u8]> = match call.version {
@@ -2309,6 +2392,9 @@ impl Model {
         let present = name_header(name_value, call.name_header, name);
         if present {
             extra.push(("mcp-name", name_value));
+            if call.name_header == NameHeader::Twice {
+                extra.push(("mcp-name", name_value));
+            }
         }
         for &p in &call.params {
             let (header, value) = PARAM_HEADERS[p % PARAM_HEADERS.len()];
@@ -2423,10 +2509,38 @@ impl Model {
         if named && !name_agrees(call.name_header, name) {
             return Expect::Refused(mismatch.0, mismatch.1);
         }
+        if method == "tools/call" && self.mirrors && name == "echo" && !self.params_agree(call) {
+            return Expect::Refused(mismatch.0, mismatch.1);
+        }
         if matches!(method, "ping" | "initialize") {
             return Expect::Refused(404, -32601);
         }
         Expect::Dispatch
+    }
+
+    /// Whether the `Mcp-Param-*` headers of a call of `echo` pass its mirrors (MODERN-7,
+    /// MODERN-8): no more fields than the server keeps (at least the 3 `echo` mirrors),
+    /// and each mirrored argument in exactly one header, carrying its value (`us-west`
+    /// plain or in the sentinel, `42`, `true`); other `Mcp-Param-*` names are ignored.
+    fn params_agree(&self, call: &ModernCall) -> bool {
+        if call.params.len() > self.max_param_headers.max(3) {
+            return false;
+        }
+        let sent = || {
+            call.params
+                .iter()
+                .map(|&p| PARAM_HEADERS[p % PARAM_HEADERS.len()])
+        };
+        [
+            ("mcp-param-region", ["us-west", "=?base64?dXMtd2VzdA==?="]),
+            ("mcp-param-count", ["42", "42"]),
+            ("mcp-param-flag", ["true", "true"]),
+        ]
+        .iter()
+        .all(|(header, right)| {
+            let mut values = sent().filter(|(h, _)| h == header).map(|(_, v)| v);
+            matches!((values.next(), values.next()), (Some(v), None) if right.contains(&v))
+        })
     }
 
     /// Every request of the sessionless revision whose exchange is done got exactly one
@@ -2615,7 +2729,9 @@ fn modern_body(
 fn name_header(out: &mut Vec<u8>, how: NameHeader, name: &str) -> bool {
     match how {
         NameHeader::Absent => return false,
-        NameHeader::Encoded => out.extend_from_slice(mcpwire::mirror::encode_str(name).as_bytes()),
+        NameHeader::Encoded | NameHeader::Twice => {
+            out.extend_from_slice(mcpwire::mirror::encode_str(name).as_bytes());
+        }
         NameHeader::Padded => {
             out.extend_from_slice(b"  ");
             out.extend_from_slice(mcpwire::mirror::encode_str(name).as_bytes());
@@ -2654,7 +2770,7 @@ fn name_agrees(how: NameHeader, name: &str) -> bool {
         NameHeader::Unpadded => name.len() % 3 == 0,
         NameHeader::Literal => plain,
         NameHeader::Upper => plain && !name.bytes().any(|b| b.is_ascii_lowercase()),
-        NameHeader::Absent => false,
+        NameHeader::Twice | NameHeader::Absent => false,
     }
 }
 
