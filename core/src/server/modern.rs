@@ -552,6 +552,115 @@ mod tests {
         }
     }
 
+    /// serde's reading of the same members: the oracle the scanner's reading must agree
+    /// with, on objects (serde would also take a JSON array as a struct, by position,
+    /// which the scanner refuses: `_meta` and params are objects).
+    #[derive(serde::Deserialize)]
+    struct SerdeParams<'a> {
+        #[serde(rename = "_meta", borrow, default)]
+        meta: Option<SerdeMeta<'a>>,
+        #[serde(borrow, default)]
+        name: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        uri: Option<Cow<'a, str>>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct SerdeMeta<'a> {
+        #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+        version: Option<Cow<'a, str>>,
+        #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
+        capabilities: Option<serde::de::IgnoredAny>,
+    }
+
+    type Read = Option<(
+        Option<(Option<String>, bool)>,
+        Option<String>,
+        Option<String>,
+    )>;
+
+    fn by_scanner(text: &str) -> Read {
+        let p = Params::read(text).ok()?;
+        let meta = p
+            .meta
+            .map(|m| (m.version.map(Cow::into_owned), m.capabilities));
+        Some((
+            meta,
+            p.name.map(Cow::into_owned),
+            p.uri.map(Cow::into_owned),
+        ))
+    }
+
+    fn by_serde(text: &str) -> Read {
+        let p: SerdeParams<'_> = serde_json::from_str(text).ok()?;
+        let meta = p
+            .meta
+            .map(|m| (m.version.map(Cow::into_owned), m.capabilities.is_some()));
+        Some((
+            meta,
+            p.name.map(Cow::into_owned),
+            p.uri.map(Cow::into_owned),
+        ))
+    }
+
+    /// A JSON value of the kinds a member may hold (no arrays where serde would read
+    /// a struct by position).
+    fn leaf() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just("null".to_owned()),
+            Just("7".to_owned()),
+            Just("true".to_owned()),
+            Just(r#""2026-07-28""#.to_owned()),
+            Just(r#""ec\u0068o""#.to_owned()),
+            Just(r#""\ud800""#.to_owned()),
+            Just(r#"{"a":[1,{"b":null}]}"#.to_owned()),
+            Just("{}".to_owned()),
+            Just("[]".to_owned()),
+        ]
+    }
+
+    fn object(
+        keys: &'static [&'static str],
+        value: impl proptest::strategy::Strategy<Value = String>,
+    ) -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        proptest::collection::vec((proptest::sample::select(keys), value), 0..5).prop_map(
+            |members| {
+                let members: Vec<String> = members
+                    .iter()
+                    .map(|(k, v)| format!(r#" "{k}" : {v}"#))
+                    .collect();
+                format!("{{{}}}", members.join(","))
+            },
+        )
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn modern_20_the_scanner_reads_params_as_serde_does(
+            text in object(
+                &["name", "uri", "n\\u0061me", "_meta", "other"],
+                proptest::prop_oneof![
+                    leaf(),
+                    object(
+                        &[
+                            "io.modelcontextprotocol/protocolVersion",
+                            "io.modelcontextprotocol/clientCapabilities",
+                            "io.modelcontextprotocol/clientInfo",
+                            "io.modelcontextprotocol\\/protocolVersion",
+                        ],
+                        leaf(),
+                    ),
+                ],
+            )
+        ) {
+            let meta_is_array = text.contains(r#""_meta" : ["#);
+            proptest::prop_assume!(!meta_is_array);
+            proptest::prop_assert_eq!(by_scanner(&text), by_serde(&text), "{}", text);
+        }
+    }
+
     #[test]
     fn modern_20_client_info_is_optional() {
         let with_info = r#""name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}"#;
