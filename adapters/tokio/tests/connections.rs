@@ -185,11 +185,22 @@ async fn when_every_connection_is_busy_a_new_one_is_refused_and_logged() {
         .write_all(post(addr, INIT, "close").as_bytes())
         .await;
     assert!(closed_by_server(&mut refused).await.is_empty());
-    let lines = lines.lock().unwrap().clone();
-    assert!(
-        lines.iter().any(|l| l.contains("1 refused (all busy)")),
-        "{lines:?}"
-    );
+    // The line is logged once the refusal is done, after its connection closed: wait
+    // for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !lines
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.contains("1 refused (all busy)"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            lines.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
