@@ -86,6 +86,7 @@ pub mod app;
 pub mod client;
 pub mod conn;
 pub mod jsonrpc;
+pub mod meta;
 pub mod mirror;
 pub mod resume;
 pub mod server;
@@ -95,4 +96,4 @@ pub use entropy::Entropy;
 #[cfg(feature = "os-entropy")]
 pub use entropy::OsEntropy;
 pub use utf8::{Utf8Bytes, Utf8Ref};
-pub use version::{ProtocolVersion, UnknownVersion};
+pub use version::{Era, ProtocolVersion, UnknownVersion};

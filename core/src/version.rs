@@ -127,3 +127,34 @@ mod tests {
         assert_eq!(allowed, [ProtocolVersion::V2025_03_26]);
     }
 }
+
+/// The generation of MCP over HTTP a conversation belongs to: the three in the field at
+/// once. A server decides it per request from its path, headers and `_meta`
+/// (MODERN-25; ARCHITECTURE.md "Protocol eras"); a client settles on one with each
+/// server (MODERN-15, MODERN-26).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Era {
+    /// Legacy HTTP+SSE (2024-11-05): a GET stream whose `endpoint` event names where to
+    /// POST; every response comes over that stream.
+    HttpSse,
+    /// Streamable HTTP with `initialize` and sessions (2025-03-26 … 2025-11-25).
+    Sessions,
+    /// The sessionless revision (2026-07-28): every request stands alone with its
+    /// `_meta`, and its response is its own JSON body or stream. A server that does not
+    /// serve it answers such a POST 400 with -32022 and the revisions it serves
+    /// (MODERN-5), so a dual-era client falls back to `initialize` (MODERN-15).
+    Sessionless,
+}
+
+impl fmt::Display for Era {
+    /// How a person names it: `legacy HTTP+SSE`, `Streamable HTTP with sessions`,
+    /// `sessionless`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::HttpSse => "legacy HTTP+SSE",
+            Self::Sessions => "Streamable HTTP with sessions",
+            Self::Sessionless => "sessionless",
+        })
+    }
+}

@@ -452,6 +452,7 @@ impl Plan {
             };
             let max_attempts = rng.range(3, 6) as u32;
             let config = client::Config::new(http::Uri::from_static(ENDPOINT))
+                .with_revision(client::Revision::Era(mcpwire::Era::Sessions))
                 .with_version(version)
                 .with_get_stream(rng.chance(600))
                 .with_reinitialize(rng.chance(500))

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use mcpwire::Era;
 use mcpwire::ProtocolVersion;
-use mcpwire::client::{self, Client, RequestError, Transport};
+use mcpwire::client::{self, Client, RequestError};
 use mcpwire::jsonrpc::RawJson;
 use mcpwire::resume::{RingLimits, StoreLimits};
 use mcpwire::server::{self, LegacyPaths, ResponseMode, SessionMode, Target};
@@ -13,7 +14,13 @@ use mcpwire_tests::pair::Pair;
 use mcpwire_tests::server::counter_entropy;
 
 fn pair(server: server::Config) -> Pair {
-    Pair::new(server, client::Config::new(Pair::endpoint()))
+    Pair::new(server, sessions())
+}
+
+/// A client of the session era: what these tests are about (the default finds the
+/// sessionless revision first, and the default server serves it).
+fn sessions() -> client::Config {
+    client::Config::new(Pair::endpoint()).with_revision(client::Revision::Era(Era::Sessions))
 }
 
 fn header<'a>(head: &'a http::request::Parts, name: &str) -> Option<&'a str> {
@@ -84,16 +91,11 @@ fn jsonrpc_9_jsonrpc_11_http_post_3_http_post_14_http_get_1_http_get_2_http_get_
         .client_events
         .iter()
         .find_map(|e| match e {
-            client::Event::Connected {
-                version, transport, ..
-            } => Some((*version, *transport)),
+            client::Event::Connected { version, era, .. } => Some((*version, *era)),
             _ => None,
         })
         .expect("connected");
-    assert_eq!(
-        connected,
-        (ProtocolVersion::V2025_11_25, Transport::StreamableHttp)
-    );
+    assert_eq!(connected, (ProtocolVersion::V2025_11_25, Era::Sessions));
     let init = &p.requests[0];
     assert_eq!(init.method, "POST");
     assert_eq!(
@@ -270,9 +272,7 @@ fn a_gap_the_server_reports_fails_exactly_the_affected_request() {
 #[test]
 fn session_8_a_404_ends_the_session_and_the_client_reinitializes_when_configured() {
     let server = server::Config::new().with_session_idle(Duration::from_secs(10));
-    let client = client::Config::new(Pair::endpoint())
-        .with_reinitialize(true)
-        .with_get_stream(false);
+    let client = sessions().with_reinitialize(true).with_get_stream(false);
     let mut p = Pair::new(server, client);
     p.connect();
     let old = p.client.session_id().unwrap().to_owned();
@@ -316,7 +316,7 @@ fn legacy_6_a_404_to_initialize_falls_back_to_http_sse() {
     p.client.connect(p.now);
     p.run();
     p.accept_initialize();
-    assert_eq!(p.client.transport(), Transport::HttpSse);
+    assert_eq!(p.client.era(), Era::HttpSse);
     assert!(p.client.is_connected(), "{:?}", p.client_events);
     assert_eq!(p.client.version(), Some(ProtocolVersion::V2024_11_05));
     let _ = call(&mut p);
@@ -349,12 +349,12 @@ fn session_8_legacy_6_an_ended_legacy_session_is_reinitialized_the_way_it_was_fo
                 sse: "/mcp".into(),
                 messages: "/messages".into(),
             }));
-        let client = client::Config::new(Pair::endpoint())
+        let client = sessions()
             .with_reinitialize(true)
             .with_legacy_only(legacy_only);
         let mut p = Pair::new(server, client);
         p.connect();
-        assert_eq!(p.client.transport(), Transport::HttpSse);
+        assert_eq!(p.client.era(), Era::HttpSse);
         let _ = call(&mut p);
         let request = p.take_server_request();
         let old = request.session().expect("a legacy session");
@@ -376,7 +376,7 @@ fn session_8_legacy_6_an_ended_legacy_session_is_reinitialized_the_way_it_was_fo
             "{legacy_only}: {:?}",
             p.client_events
         );
-        assert_eq!(p.client.transport(), Transport::HttpSse);
+        assert_eq!(p.client.era(), Era::HttpSse);
         let _ = call(&mut p);
         let request = p.take_server_request();
         assert_ne!(request.session(), Some(old), "{legacy_only}");
@@ -512,10 +512,7 @@ fn http_delete_1_close_deletes_the_session() {
 
 /// A client fed by hand, for responses no conforming server sends.
 fn by_hand() -> (Client, std::time::Instant, client::ExchangeId) {
-    let mut c = Client::new(
-        client::Config::new(Pair::endpoint()).with_get_stream(false),
-        counter_entropy(3),
-    );
+    let mut c = Client::new(sessions().with_get_stream(false), counter_entropy(3));
     let now = std::time::Instant::now();
     c.connect(now);
     let Some(client::Transmit::Request { exchange, .. }) = c.poll_transmit() else {
@@ -1008,7 +1005,7 @@ fn resume_12_a_resumed_connection_that_brings_no_event_keeps_the_id_to_resume_fr
 #[test]
 fn a_refused_resume_of_the_get_stream_is_reported_and_a_fresh_one_opened() {
     let (mut c, now) = {
-        let mut c = Client::new(client::Config::new(Pair::endpoint()), counter_entropy(3));
+        let mut c = Client::new(sessions(), counter_entropy(3));
         let now = std::time::Instant::now();
         c.connect(now);
         let Some(client::Transmit::Request { exchange: x, .. }) = c.poll_transmit() else {
@@ -1071,7 +1068,7 @@ fn sec_5_configured_headers_go_on_every_request_and_set_header_changes_the_later
     use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
     use std::sync::{Arc, Mutex};
     let key = HeaderName::from_static("x-api-key");
-    let config = client::Config::new(Pair::endpoint())
+    let config = sessions()
         .with_header(AUTHORIZATION, HeaderValue::from_static("Bearer one"))
         .with_header(key.clone(), HeaderValue::from_static("k"))
         // The transport's own headers are not taken: not where it sets one (Accept), nor

@@ -144,7 +144,9 @@ fn resume_4_an_empty_resumed_connection_keeps_the_streams_last_event_id() {
         .with_response_mode(ResponseMode::Sse)
         .with_polling(Some(Duration::ZERO))
         .with_retry(Some(Duration::from_millis(500)));
-    let client = client::Config::new(Pair::endpoint()).with_get_stream(false);
+    let client = client::Config::new(Pair::endpoint())
+        .with_revision(client::Revision::Era(mcpwire::Era::Sessions))
+        .with_get_stream(false);
     let mut p = Pair::new(server, client);
     p.connect();
     let params = RawJson::new(r#"{"name":"work"}"#).unwrap();
@@ -184,7 +186,9 @@ fn resume_4_an_empty_resumed_connection_keeps_the_streams_last_event_id() {
 #[test]
 fn resume_5_a_reader_that_keeps_up_is_not_ended_for_a_frame_larger_than_max_unsent() {
     let server = server::Config::new().with_max_unsent(100);
-    let client = client::Config::new(Pair::endpoint()).with_get_stream(false);
+    let client = client::Config::new(Pair::endpoint())
+        .with_revision(client::Revision::Era(mcpwire::Era::Sessions))
+        .with_get_stream(false);
     let mut p = Pair::new(server, client);
     p.connect();
     let params = RawJson::new(r#"{"name":"work","_meta":{"progressToken":"t"}}"#).unwrap();
@@ -227,6 +231,7 @@ fn by_hand() -> (
 ) {
     let mut c = mcpwire::client::Client::new(
         client::Config::new(Pair::endpoint())
+            .with_revision(client::Revision::Era(mcpwire::Era::Sessions))
             .with_get_stream(false)
             .with_backoff(Duration::from_millis(100), Duration::from_millis(100), 3),
         mcpwire_tests::server::counter_entropy(3),

@@ -79,11 +79,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mcpwire::Entropy;
-use mcpwire::ProtocolVersion;
-use mcpwire::client::{
-    Client, ClientError, Config, Event, ExchangeId, RequestError, Transmit, Transport,
-};
+use mcpwire::client::{Client, ClientError, Config, Event, ExchangeId, RequestError, Transmit};
 use mcpwire::jsonrpc::{Envelope, Message, RawJson, RequestId};
+use mcpwire::{Era, ProtocolVersion};
 use serde_json::Value;
 
 /// Why a call got no result.
@@ -234,7 +232,7 @@ struct State {
     messages: Sender<ServerMessage>,
     connected: Option<Connected>,
     /// What the latest handshake negotiated; set before the handshake is reported.
-    negotiated: (ProtocolVersion, Transport),
+    negotiated: (ProtocolVersion, Era),
     running: HashMap<ExchangeId, Running>,
     /// Requests waiting for a free exchange thread.
     queued: VecDeque<(ExchangeId, http::request::Parts, Bytes)>,
@@ -379,10 +377,8 @@ fn dispatch(state: &mut State, event: Event) {
     match event {
         // The first handshake's outcome goes to `connect`; a later one is a
         // re-initialization's, after `SessionExpired`.
-        Event::Connected {
-            version, transport, ..
-        } => {
-            state.negotiated = (version, transport);
+        Event::Connected { version, era, .. } => {
+            state.negotiated = (version, era);
             match state.connected.take() {
                 Some(tx) => {
                     let _ = tx.try_send(Ok(()));
@@ -390,7 +386,7 @@ fn dispatch(state: &mut State, event: Event) {
                 None => {
                     let _ = state
                         .messages
-                        .send(ServerMessage::reconnected(version, transport));
+                        .send(ServerMessage::reconnected(version, era));
                 }
             }
         }
@@ -569,7 +565,7 @@ impl std::fmt::Debug for McpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpClient")
             .field("version", &self.version())
-            .field("transport", &self.transport())
+            .field("era", &self.era())
             .finish_non_exhaustive()
     }
 }
@@ -619,10 +615,7 @@ impl McpClient {
                 messages,
                 connected: Some(connected_tx),
                 // Replaced by `dispatch` before `connected` reports the handshake.
-                negotiated: (
-                    ProtocolVersion::LATEST_WITH_INITIALIZE,
-                    Transport::StreamableHttp,
-                ),
+                negotiated: (ProtocolVersion::LATEST_WITH_INITIALIZE, Era::Sessions),
                 running: HashMap::new(),
                 queued: VecDeque::new(),
                 closed: false,
@@ -660,7 +653,7 @@ impl McpClient {
     }
 
     /// The transport in use (as [`version`](Self::version), the latest handshake's).
-    pub fn transport(&self) -> Transport {
+    pub fn era(&self) -> Era {
         self.shared.lock().negotiated.1
     }
 

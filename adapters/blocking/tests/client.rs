@@ -18,13 +18,20 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mcpwire::Era;
 use mcpwire::ProtocolVersion;
-use mcpwire::client::{self, RequestError, Transport};
+use mcpwire::client::{self, RequestError};
 use mcpwire::resume::{RingLimits, StoreLimits};
 use mcpwire::server::{Config, LegacyPaths, ResponseMode, SessionId};
 use mcpwire_blocking::client::{CallError, ClientOptions, McpClient, ServerMessage};
 use mcpwire_tests::server::{counter_entropy, notify_session};
 use serde_json::{Value, json};
+
+/// A session-era client: these tests are about sessions, resumes and re-initialization
+/// (the default finds the sessionless revision first, and the server serves it).
+fn sessions(uri: http::Uri) -> client::Config {
+    client::Config::new(uri).with_revision(client::Revision::Era(mcpwire::Era::Sessions))
+}
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -296,7 +303,7 @@ fn connect_with(config: client::Config) -> (McpClient, Receiver<ServerMessage>) 
 }
 
 fn connect(uri: http::Uri) -> (McpClient, Receiver<ServerMessage>) {
-    connect_with(client::Config::new(uri))
+    connect_with(sessions(uri))
 }
 
 fn tools_call(client: &McpClient, name: &str, args: Value, progress: bool) -> Value {
@@ -327,11 +334,8 @@ fn session_8_reinitialize(adapter: Adapter) {
     // A session with no open exchange is forgotten after 200 ms (SESSION-7).
     let config = Config::new().with_session_idle(Duration::from_millis(200));
     let (server, uri) = start(adapter, config);
-    let (client, _messages) = connect_with(
-        client::Config::new(uri)
-            .with_get_stream(false)
-            .with_reinitialize(true),
-    );
+    let (client, _messages) =
+        connect_with(sessions(uri).with_get_stream(false).with_reinitialize(true));
     let first = client.session_id().unwrap();
     let result = tools_call(&client, "echo", json!({"text": "before"}), false);
     assert_eq!(result["content"][0]["text"], "before");
@@ -371,7 +375,7 @@ fn legacy_6_fallback(adapter: Adapter) {
         }));
     let (_server, uri) = start(adapter, config);
     let (client, messages) = connect(uri);
-    assert_eq!(client.transport(), Transport::HttpSse);
+    assert_eq!(client.era(), Era::HttpSse);
     assert_eq!(client.version(), ProtocolVersion::V2024_11_05);
     let result = tools_call(&client, "echo", json!({"text": "old"}), false);
     assert_eq!(result["content"][0]["text"], "old");
@@ -402,7 +406,7 @@ fn the_connect_timeout_ends_a_handshake_the_server_never_answers() {
         std::thread::sleep(Duration::from_secs(1));
         drop(stream);
     });
-    let config = client::Config::new(format!("http://{addr}/mcp").parse().unwrap())
+    let config = sessions(format!("http://{addr}/mcp").parse().unwrap())
         .with_connect_timeout(Duration::from_millis(200));
     let started = Instant::now();
     let outcome = McpClient::connect(config, counter_entropy(7));
@@ -541,7 +545,7 @@ fn read_timeout_resumes(adapter: Adapter) {
         .with_response_mode(ResponseMode::Sse)
         .with_retry(Some(Duration::from_millis(150)));
     let (_server, uri) = start(adapter, config);
-    let client_config = client::Config::new(uri).with_connect_timeout(TIMEOUT);
+    let client_config = sessions(uri).with_connect_timeout(TIMEOUT);
     let options = ClientOptions::new().with_read_timeout(Some(Duration::from_millis(100)));
     let (client, messages) =
         McpClient::connect_with(client_config, counter_entropy(6), options).expect("connected");
@@ -600,11 +604,11 @@ fn session_8_expiry_then_reconnected(adapter: Adapter) {
     // once, and the resume meets the 404.
     let config = Config::new().with_retry(Some(Duration::from_millis(20)));
     let (server, uri) = start(adapter, config);
-    let (client, messages) = connect_with(
-        client::Config::new(uri)
-            .with_reinitialize(true)
-            .with_backoff(Duration::from_millis(20), Duration::from_millis(100), 5),
-    );
+    let (client, messages) = connect_with(sessions(uri).with_reinitialize(true).with_backoff(
+        Duration::from_millis(20),
+        Duration::from_millis(100),
+        5,
+    ));
     let first = server.initialized(1);
     // The handshake of `connect` is no `Reconnected`.
     no_lifecycle(&messages);
@@ -632,14 +636,11 @@ fn session_8_expiry_then_reconnected(adapter: Adapter) {
         CallError::Request(RequestError::SessionExpired)
     );
     let m = next_lifecycle(&messages);
-    let ServerMessage::Reconnected {
-        version, transport, ..
-    } = m
-    else {
+    let ServerMessage::Reconnected { version, era, .. } = m else {
         panic!("Reconnected: {m:?}");
     };
     assert_eq!(version, ProtocolVersion::V2025_11_25);
-    assert_eq!(transport, Transport::StreamableHttp);
+    assert_eq!(era, Era::Sessions);
     assert_eq!(client.version(), version);
     // The next calls go to a new session.
     let result = tools_call(&client, "echo", json!({"text": "after"}), false);
@@ -665,7 +666,7 @@ fn session_8_reconnect_failed(adapter: Adapter) {
     let config = Config::new().with_max_sessions(1);
     let (server, uri) = start(adapter, config);
     let (client, messages) = connect_with(
-        client::Config::new(uri.clone())
+        sessions(uri.clone())
             .with_get_stream(false)
             .with_reinitialize(true),
     );
@@ -674,7 +675,7 @@ fn session_8_reconnect_failed(adapter: Adapter) {
     // Another client takes the one place and holds it active with its GET stream (an
     // idle one would be evicted to make room, SESSION-8): the re-initialization will
     // find the server full (503).
-    let (other, _other_messages) = connect_with(client::Config::new(uri));
+    let (other, _other_messages) = connect_with(sessions(uri));
     let deadline = std::time::Instant::now() + TIMEOUT;
     while server.with_server(|s, _| s.exchange_count()) == 0 {
         assert!(std::time::Instant::now() < deadline, "no GET stream");
@@ -723,7 +724,7 @@ fn stream_reset(adapter: Adapter) {
         .with_max_unsent(0)
         .with_store_limits(StoreLimits::new().with_ring(RingLimits::new().with_max_events(0)));
     let (server, uri) = start(adapter, config);
-    let (client, messages) = connect_with(client::Config::new(uri).with_backoff(
+    let (client, messages) = connect_with(sessions(uri).with_backoff(
         Duration::from_millis(20),
         Duration::from_millis(100),
         5,

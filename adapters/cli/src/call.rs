@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpwire::client::{Config, RequestError};
+use mcpwire::client::{Config, RequestError, Revision};
 use mcpwire::jsonrpc::ErrorCode;
+use mcpwire::{Era, ProtocolVersion};
 use mcpwire_tokio::client::{ClientOptions, McpClient, ServerMessage};
 use serde_json::{Value, json};
 
@@ -26,8 +27,12 @@ Usage: mcpwire call [OPTIONS] URL [TOOL [JSON-ARGS]]
               '{\"text\":\"hi\"}' (default {})
 
 Options:
+  --revision R     auto (default): find the best revision the server offers
+                   (server/discover at 2026-07-28, else initialize, else legacy
+                   HTTP+SSE); or one revision: 2026-07-28, 2025-11-25, 2025-06-18,
+                   2025-03-26; or legacy (as --legacy)
   --legacy         speak only the legacy HTTP+SSE transport (URL is its SSE endpoint);
-                   without it, a 400/404/405 to the first POST falls back to it anyway
+                   without it, a 400/404/405 to initialize falls back to it anyway
   --timeout-ms N   give up after N ms, 1 or more (default 60000)
   --no-get-stream  do not open the standalone GET stream for server-initiated messages
                    (a call's own messages come on its POST's stream either way)
@@ -40,8 +45,8 @@ Options:
                    TOKEN' (repeatable; the transport's own headers stay its own)
   -h, --help       print this help
 
-Prints one line per progress notification on stderr, then the result as JSON on
-stdout. Exit status: 0 success; 1 the call failed; 2 bad usage.
+Says on stderr which revision and transport it settled on, prints one line per
+progress notification on stderr, then the result as JSON on stdout. Exit status: 0 success; 1 the call failed; 2 bad usage.
 ";
 
 const PROG: &str = "mcpwire call";
@@ -52,7 +57,7 @@ struct Options {
     tool: Option<String>,
     args: Value,
     timeout: Duration,
-    legacy: bool,
+    revision: Revision,
     blocking: bool,
     get_stream: bool,
     /// The root certificates of `--cacert` (DER), if given.
@@ -64,7 +69,7 @@ struct Options {
 fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
     let mut positional = Vec::new();
     let mut timeout = Duration::from_secs(60);
-    let mut legacy = false;
+    let mut revision = Revision::Auto;
     let mut blocking = false;
     let mut get_stream = true;
     let mut roots = None;
@@ -77,7 +82,8 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
         };
         match arg.as_str() {
             "-h" | "--help" => return Ok(None),
-            "--legacy" => legacy = true,
+            "--legacy" => revision = Revision::Era(Era::HttpSse),
+            "--revision" => revision = parse_revision(&value("a revision")?)?,
             "--blocking" => blocking = true,
             "--no-get-stream" => get_stream = false,
             "-H" | "--header" => {
@@ -141,12 +147,37 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
         tool,
         args,
         timeout,
-        legacy,
+        revision,
         blocking,
         get_stream,
         roots,
         headers,
     }))
+}
+
+impl Options {
+    /// Whether only the legacy HTTP+SSE transport is spoken (`--legacy`).
+    fn legacy(&self) -> bool {
+        self.revision == Revision::Era(Era::HttpSse)
+    }
+}
+
+/// `--revision`'s value.
+fn parse_revision(text: &str) -> Result<Revision, BadUsage> {
+    match text {
+        "auto" => Ok(Revision::Auto),
+        "legacy" => Ok(Revision::Era(Era::HttpSse)),
+        _ => text
+            .parse::<ProtocolVersion>()
+            .map(Revision::Exactly)
+            .map_err(|_| {
+                let known: Vec<&str> = ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
+                BadUsage::Value(format!(
+                    "--revision: '{text}' is not a revision; give auto, legacy or one of {}",
+                    known.join(", ")
+                ))
+            }),
+    }
 }
 
 /// What JSON-ARGS is, after an error in it.
@@ -248,7 +279,7 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
 
 fn config(options: &Options) -> Config {
     let config = Config::new(options.url.clone())
-        .with_legacy_only(options.legacy)
+        .with_revision(options.revision)
         .with_get_stream(options.get_stream)
         .with_client_info("mcpwire-call", env!("CARGO_PKG_VERSION"));
     options
@@ -413,7 +444,11 @@ fn list_command(options: &Options) -> String {
     if options.blocking {
         command.push_str(" --blocking");
     }
-    if options.legacy {
+    if let Revision::Exactly(version) = options.revision {
+        command.push_str(" --revision ");
+        command.push_str(version.as_str());
+    }
+    if options.legacy() {
         command.push_str(" --legacy");
     }
     if !options.headers.is_empty() {
@@ -491,7 +526,7 @@ fn advice(options: &Options, failure: &impl Failure) -> Option<String> {
         RequestError::Http {
             status: 400 | 405 | 406,
             ..
-        } if options.legacy => Some(format!(
+        } if options.legacy() => Some(format!(
             "{} is not a legacy HTTP+SSE endpoint (it refused the GET that opens one): \
              --legacy needs the server's SSE endpoint (mcpwire serve's: {}), or drop --legacy \
              to speak Streamable HTTP to this URL",
@@ -531,7 +566,7 @@ fn not_found_advice(options: &Options, message: &str) -> String {
     };
     let path = options.url.path();
     let (endpoint, sse) = (named("this server's is "), named("GET "));
-    match (options.legacy, endpoint, sse) {
+    match (options.legacy(), endpoint, sse) {
         (true, _, Some(sse)) => format!(
             "{path} is not an endpoint of this server: its legacy SSE endpoint is {sse}; call \
              that with --legacy: mcpwire call --legacy {}",
@@ -565,9 +600,9 @@ fn run_blocking(options: &Options) -> ExitCode {
             Err(e) => return cannot_connect(options, &e),
         };
     eprintln!(
-        "{PROG}: connected ({}, {:?}, blocking)",
+        "{PROG}: connected ({}, {}, blocking)",
         client.version(),
-        client.transport()
+        client.era()
     );
     // Answers the server's requests while the call runs; dropped after it, so that the
     // client's last clone goes with `close`.
@@ -611,11 +646,7 @@ async fn run(options: &Options) -> ExitCode {
         Ok(c) => c,
         Err(e) => return cannot_connect(options, &e),
     };
-    eprintln!(
-        "{PROG}: connected ({}, {:?})",
-        client.version(),
-        client.transport()
-    );
+    eprintln!("{PROG}: connected ({}, {})", client.version(), client.era());
     // As in `run_blocking`: answers the server's requests while the call runs.
     let responder = Arc::new(Mutex::new(Some(client.clone())));
     let printer = tokio::spawn({

@@ -92,30 +92,41 @@ fn sec_5_sec_6_mcpwire_call_sends_its_header_on_every_request_and_reports_a_refu
             ),
             "{client}: {stderr}"
         );
-        server.seen.lock().unwrap().clear();
-        let with_token: Vec<&str> = flags
-            .iter()
-            .copied()
-            .chain(["-H", "authorization: Bearer s3cret"])
-            .collect();
-        let out = call(&server.url, &with_token);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{client}: {stderr}");
-        assert!(stdout.contains(r#""text":"hi""#), "{client}: {stdout}");
-        let seen = server.seen.lock().unwrap().clone();
-        assert!(seen.iter().all(|(_, ok)| *ok), "{client}: {seen:?}");
-        let methods: Vec<&str> = seen.iter().map(|(m, _)| m.as_str()).collect();
-        // initialize, notifications/initialized, tools/call; the DELETE. (The standalone
-        // GET stream opens beside the call and may not reach the server before a quick
-        // call ends; every request that did reach it carried the token. The core's
-        // `sec_5_configured_headers_…` test checks the GET's headers deterministically.)
-        assert_eq!(
-            methods.iter().filter(|m| **m == "POST").count(),
-            3,
-            "{client}: {methods:?}"
-        );
-        assert!(methods.contains(&"DELETE"), "{client}: {methods:?}");
+        // server/discover and tools/call at 2026-07-28 (no session to delete); at
+        // 2025-11-25 initialize, notifications/initialized, tools/call, then the DELETE.
+        // (The standalone GET stream opens beside the call and may not reach the server
+        // before a quick call ends; every request that did reach it carried the token.
+        // The core's `sec_5_configured_headers_…` test checks the GET's headers
+        // deterministically.)
+        for (revision, posts, delete) in [("auto", 2, false), ("2025-11-25", 3, true)] {
+            server.seen.lock().unwrap().clear();
+            let with_token: Vec<&str> = flags
+                .iter()
+                .copied()
+                .chain(["--revision", revision, "-H", "authorization: Bearer s3cret"])
+                .collect();
+            let out = call(&server.url, &with_token);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{client} {revision}: {stderr}");
+            assert!(stdout.contains(r#""text":"hi""#), "{client}: {stdout}");
+            let seen = server.seen.lock().unwrap().clone();
+            assert!(
+                seen.iter().all(|(_, ok)| *ok),
+                "{client} {revision}: {seen:?}"
+            );
+            let methods: Vec<&str> = seen.iter().map(|(m, _)| m.as_str()).collect();
+            assert_eq!(
+                methods.iter().filter(|m| **m == "POST").count(),
+                posts,
+                "{client} {revision}: {methods:?}"
+            );
+            assert_eq!(
+                methods.contains(&"DELETE"),
+                delete,
+                "{client} {revision}: {methods:?}"
+            );
+        }
     }
 }
 

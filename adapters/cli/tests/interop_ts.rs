@@ -343,7 +343,10 @@ fn http_delete_1_mcpwire_call_against_ts_streamable_server() {
     let url = server.url("/mcp");
     let echo = mcpwire_call(&url, "echo", &json!({"text": "héllo ✓ \"q\"\nline two"}));
     assert_eq!(echo.result, text_result("héllo ✓ \"q\"\nline two"));
-    assert_eq!(echo.connected, "(2025-11-25, StreamableHttp)");
+    assert_eq!(
+        echo.connected,
+        "(2025-11-25, Streamable HTTP with sessions)"
+    );
     let count = mcpwire_call(&url, "slow_count", &json!({"n": 3, "delay_ms": 20}));
     assert_eq!(count.result, text_result("3"));
     assert_eq!(count.progress, steps(3));
@@ -395,7 +398,7 @@ fn legacy_6_mcpwire_call_falls_back_to_the_ts_sse_server() {
         &json!({"n": 3, "delay_ms": 20}),
     );
     assert_eq!(count.result, text_result("3"));
-    assert_eq!(count.connected, "(2024-11-05, HttpSse)");
+    assert_eq!(count.connected, "(2024-11-05, legacy HTTP+SSE)");
     assert_eq!(count.progress, steps(3));
     server.wait_for("unrouted", |e| e["method"] == "POST" && e["path"] == "/sse");
     let opened = server.wait_for("legacy-open", |_| true);
@@ -429,13 +432,16 @@ fn resume_4_legacy_6_mcpwire_call_blocking_against_the_ts_servers() {
         assert_eq!(count.progress, steps(3), "{mode}");
         match mode {
             "legacy" => {
-                assert_eq!(count.connected, "(2024-11-05, HttpSse, blocking)");
+                assert_eq!(count.connected, "(2024-11-05, legacy HTTP+SSE, blocking)");
                 let opened = server.wait_for("legacy-open", |_| true);
                 let session = opened["session"].clone();
                 server.wait_for("legacy-closed", |e| e["session"] == session);
             }
             _ => {
-                assert_eq!(count.connected, "(2025-11-25, StreamableHttp, blocking)");
+                assert_eq!(
+                    count.connected,
+                    "(2025-11-25, Streamable HTTP with sessions, blocking)"
+                );
                 let opened = server.wait_for("session-initialized", |_| true);
                 let session = opened["session"].clone();
                 if mode == "polling" {

@@ -127,6 +127,7 @@ fn call_without_a_tool_lists_the_tools() {
 /// A server's request to `call` (here `sampling/createMessage`, from the conformance
 /// fixture's `test_sampling` tool) is answered -32601 at once, by each client, so the
 /// tool goes on and the call ends with its result instead of waiting for its timeout.
+/// At 2025-11-25: the sessionless revision has no server→client requests (MODERN-10).
 #[test]
 fn call_answers_a_servers_request_with_an_error_and_the_call_completes() {
     let server = start(&["--conformance"]);
@@ -134,7 +135,12 @@ fn call_answers_a_servers_request_with_an_error_and_the_call_completes() {
         let args: Vec<&str> = client
             .iter()
             .copied()
-            .chain(["test_sampling", r#"{"prompt":"hi"}"#])
+            .chain([
+                "--revision",
+                "2025-11-25",
+                "test_sampling",
+                r#"{"prompt":"hi"}"#,
+            ])
             .collect();
         let out = call(&server, &args);
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -187,7 +193,7 @@ fn call_blocking_prints_progress_and_the_result_against_both_adapters() {
             .expect("mcpwire call runs");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{adapter:?}: {stderr}");
-        assert!(stderr.contains("HttpSse"), "{stderr}");
+        assert!(stderr.contains("legacy HTTP+SSE"), "{stderr}");
         assert!(String::from_utf8_lossy(&out.stdout).contains(r#""text":"old""#));
     }
 }
@@ -252,7 +258,7 @@ fn call_legacy_speaks_http_sse_from_the_start() {
         .expect("mcpwire call runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("HttpSse"), "{stderr}");
+    assert!(stderr.contains("legacy HTTP+SSE"), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains(r#""text":"old""#));
 }
 

@@ -42,8 +42,9 @@ use hyper_rustls::{ConfigBuilderExt, HttpsConnector};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use mcpwire::Entropy;
+use mcpwire::Era;
 use mcpwire::ProtocolVersion;
-use mcpwire::client::{Client, Config, Event, ExchangeId, RequestError, Transmit, Transport};
+use mcpwire::client::{Client, Config, Event, ExchangeId, RequestError, Transmit};
 use mcpwire::jsonrpc::{Envelope, Message, RawJson, RequestId};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -87,7 +88,7 @@ struct Shared {
     wake: Notify,
     waiters: Mutex<HashMap<RequestId, Waiter>>,
     /// What the latest handshake negotiated; set by the driver before it reports one.
-    negotiated: Mutex<(ProtocolVersion, Transport)>,
+    negotiated: Mutex<(ProtocolVersion, Era)>,
 }
 
 impl Shared {
@@ -120,7 +121,7 @@ impl std::fmt::Debug for McpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpClient")
             .field("version", &self.version())
-            .field("transport", &self.transport())
+            .field("era", &self.era())
             .finish_non_exhaustive()
     }
 }
@@ -159,10 +160,7 @@ impl McpClient {
             wake: Notify::new(),
             waiters: Mutex::new(HashMap::new()),
             // Replaced by the driver before `connected` reports the handshake.
-            negotiated: Mutex::new((
-                ProtocolVersion::LATEST_WITH_INITIALIZE,
-                Transport::StreamableHttp,
-            )),
+            negotiated: Mutex::new((ProtocolVersion::LATEST_WITH_INITIALIZE, Era::Sessions)),
         });
         let (messages, rx) = mpsc::unbounded_channel();
         let (connected_tx, connected_rx) = oneshot::channel();
@@ -189,7 +187,7 @@ impl McpClient {
     }
 
     /// The transport in use (as [`version`](Self::version), the latest handshake's).
-    pub fn transport(&self) -> Transport {
+    pub fn era(&self) -> Era {
         self.negotiated().1
     }
 
@@ -213,7 +211,7 @@ impl McpClient {
             .map(str::to_owned)
     }
 
-    fn negotiated(&self) -> (ProtocolVersion, Transport) {
+    fn negotiated(&self) -> (ProtocolVersion, Era) {
         *self
             .shared
             .negotiated
@@ -434,17 +432,14 @@ async fn drive(
             match event {
                 // The first handshake's outcome goes to `connect`; a later one is a
                 // re-initialization's, after `SessionExpired`.
-                Event::Connected {
-                    version, transport, ..
-                } => {
-                    *shared.negotiated.lock().unwrap_or_else(|p| p.into_inner()) =
-                        (version, transport);
+                Event::Connected { version, era, .. } => {
+                    *shared.negotiated.lock().unwrap_or_else(|p| p.into_inner()) = (version, era);
                     match connected.take() {
                         Some(tx) => {
                             let _ = tx.send(Ok(()));
                         }
                         None => {
-                            let _ = messages.send(ServerMessage::reconnected(version, transport));
+                            let _ = messages.send(ServerMessage::reconnected(version, era));
                         }
                     }
                 }

@@ -200,7 +200,11 @@ async fn http_post_9_mount_a_handler_asks_the_client_and_gets_its_answer() {
     let uri: http::Uri = format!("http://{addr}/mcp").parse().unwrap();
     let (client, mut messages) = tokio::time::timeout(
         Duration::from_secs(5),
-        McpClient::connect(mcpwire::client::Config::new(uri), counter_entropy(22)),
+        McpClient::connect(
+            mcpwire::client::Config::new(uri)
+                .with_revision(mcpwire::client::Revision::Era(mcpwire::Era::Sessions)),
+            counter_entropy(22),
+        ),
     )
     .await
     .expect("connected in time")
@@ -241,7 +245,11 @@ async fn http_post_9_a_request_to_a_client_that_never_answers_times_out() {
     let uri: http::Uri = format!("http://{addr}/mcp").parse().unwrap();
     let (client, mut messages) = tokio::time::timeout(
         Duration::from_secs(5),
-        McpClient::connect(mcpwire::client::Config::new(uri), counter_entropy(24)),
+        McpClient::connect(
+            mcpwire::client::Config::new(uri)
+                .with_revision(mcpwire::client::Revision::Era(mcpwire::Era::Sessions)),
+            counter_entropy(24),
+        ),
     )
     .await
     .expect("connected in time")
@@ -363,7 +371,8 @@ async fn session_5_a_sharded_service_serves_every_request_of_a_session_from_its_
         let (client, mut messages) = tokio::time::timeout(
             Duration::from_secs(5),
             McpClient::connect(
-                mcpwire::client::Config::new(uri.clone()),
+                mcpwire::client::Config::new(uri.clone())
+                    .with_revision(mcpwire::client::Revision::Era(mcpwire::Era::Sessions)),
                 counter_entropy(30 + c),
             ),
         )

@@ -151,6 +151,7 @@ async fn chaos_every_call_gets_exactly_its_one_result() {
                 while made < calls {
                     // A handshake cut by the proxy fails clearly; connect again.
                     let config = client::Config::new(uri.clone())
+                        .with_revision(client::Revision::Era(mcpwire::Era::Sessions))
                         .with_get_stream(false)
                         .with_backoff(Duration::from_millis(5), Duration::from_millis(50), 20);
                     let Ok((client, mut messages)) = McpClient::connect(config, counter_entropy(100 + c as u64)).await else {

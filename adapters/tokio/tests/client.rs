@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use mcpwire::Era;
 use mcpwire::ProtocolVersion;
-use mcpwire::client::{self, RequestError, Transport};
+use mcpwire::client::{self, RequestError};
 use mcpwire::resume::{RingLimits, StoreLimits};
 use mcpwire::server::{Config, Event, LegacyPaths, ResponseMode, SessionId};
 use mcpwire_tests::server::{counter_entropy, notify_session};
@@ -21,6 +22,12 @@ use mcpwire_tokio::client::{CallError, McpClient, ServerMessage};
 use mcpwire_tokio::server::{McpService, serve};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
+
+/// A session-era client: these tests are about sessions, resumes and re-initialization
+/// (the default finds the sessionless revision first, and the server serves it).
+fn sessions(uri: http::Uri) -> client::Config {
+    client::Config::new(uri).with_revision(client::Revision::Era(mcpwire::Era::Sessions))
+}
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -127,7 +134,7 @@ async fn start_server(config: Config) -> Server {
 }
 
 async fn connect(uri: http::Uri) -> (McpClient, UnboundedReceiver<ServerMessage>) {
-    connect_with(client::Config::new(uri)).await
+    connect_with(sessions(uri)).await
 }
 
 async fn connect_with(config: client::Config) -> (McpClient, UnboundedReceiver<ServerMessage>) {
@@ -159,7 +166,7 @@ async fn connect_call_and_stream_progress_over_real_http() {
     let uri = start(Config::new()).await;
     let (client, mut messages) = connect(uri).await;
     assert_eq!(client.version(), ProtocolVersion::V2025_11_25);
-    assert_eq!(client.transport(), Transport::StreamableHttp);
+    assert_eq!(client.era(), Era::Sessions);
     let result = call(&client, "echo", json!({"text": "hi"}), false).await;
     assert_eq!(result["content"][0]["text"], "hi");
     let result = call(&client, "count", json!({"n": 3}), true).await;
@@ -196,7 +203,7 @@ async fn a_legacy_only_server_is_reached_by_the_fallback() {
         }));
     let uri = start(config).await;
     let (client, _messages) = connect(uri).await;
-    assert_eq!(client.transport(), Transport::HttpSse);
+    assert_eq!(client.era(), Era::HttpSse);
     let result = call(&client, "echo", json!({"text": "old"}), false).await;
     assert_eq!(result["content"][0]["text"], "old");
     client.close().await;
@@ -257,7 +264,7 @@ async fn the_connect_timeout_ends_a_handshake_the_server_never_answers() {
             held.push(stream);
         }
     });
-    let config = client::Config::new(format!("http://{addr}/mcp").parse().unwrap())
+    let config = sessions(format!("http://{addr}/mcp").parse().unwrap())
         .with_connect_timeout(Duration::from_millis(200));
     let started = std::time::Instant::now();
     let outcome = tokio::time::timeout(
@@ -312,7 +319,7 @@ async fn session_8_the_application_sees_the_expiry_then_the_new_session() {
     // once, and the resume meets the 404.
     let server = start_server(Config::new().with_retry(Some(Duration::from_millis(20)))).await;
     let (client, mut messages) = connect_with(
-        client::Config::new(server.uri.clone())
+        sessions(server.uri.clone())
             .with_reinitialize(true)
             .with_backoff(Duration::from_millis(20), Duration::from_millis(100), 5),
     )
@@ -364,14 +371,11 @@ async fn session_8_the_application_sees_the_expiry_then_the_new_session() {
     );
     drop(in_flight);
     let m = next_lifecycle(&mut messages).await;
-    let ServerMessage::Reconnected {
-        version, transport, ..
-    } = m
-    else {
+    let ServerMessage::Reconnected { version, era, .. } = m else {
         panic!("Reconnected: {m:?}");
     };
     assert_eq!(version, ProtocolVersion::V2025_11_25);
-    assert_eq!(transport, Transport::StreamableHttp);
+    assert_eq!(era, Era::Sessions);
     assert_eq!(client.version(), version);
     let new_id = client.session_id().expect("a new session id");
     assert_ne!(new_id, first_id);
@@ -394,7 +398,7 @@ async fn list_tools(client: &McpClient) -> Result<Value, CallError> {
 async fn session_8_a_refused_re_initialization_is_reported() {
     let server = start_server(Config::new().with_max_sessions(1)).await;
     let (client, mut messages) = connect_with(
-        client::Config::new(server.uri.clone())
+        sessions(server.uri.clone())
             .with_get_stream(false)
             .with_reinitialize(true),
     )
@@ -408,7 +412,7 @@ async fn session_8_a_refused_re_initialization_is_reported() {
     // Another client takes the one place and holds it active with its GET stream (an
     // idle one would be evicted to make room, SESSION-8): the re-initialization will
     // find the server full (503).
-    let (other, _other_messages) = connect_with(client::Config::new(server.uri.clone())).await;
+    let (other, _other_messages) = connect_with(sessions(server.uri.clone())).await;
     tokio::time::timeout(TIMEOUT, async {
         while server.service.with_server(|s, _| s.exchange_count()) == 0 {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
@@ -446,13 +450,12 @@ async fn resume_4_a_refused_get_stream_resume_is_reported_as_a_stream_reset() {
         .with_max_unsent(0)
         .with_store_limits(StoreLimits::new().with_ring(RingLimits::new().with_max_events(0)));
     let server = start_server(config).await;
-    let (client, mut messages) =
-        connect_with(client::Config::new(server.uri.clone()).with_backoff(
-            Duration::from_millis(20),
-            Duration::from_millis(100),
-            5,
-        ))
-        .await;
+    let (client, mut messages) = connect_with(sessions(server.uri.clone()).with_backoff(
+        Duration::from_millis(20),
+        Duration::from_millis(100),
+        5,
+    ))
+    .await;
     let session = server.initialized(1).await;
     // Once this arrived, the GET stream is connected and its connection took every
     // frame it was handed.

@@ -17,14 +17,7 @@ use bytes::BytesMut;
 use crate::jsonrpc::{EncodeError, ErrorCode, Json, ToJson};
 use crate::server::{RequestHandle, Server};
 
-/// `_meta` key of the server's identity on every result (MODERN-3).
-pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-/// `_meta` key of the client's capabilities on every request (MODERN-3).
-pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-/// `_meta` key of the least severe log level the client wants (MODERN-21).
-pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-/// `_meta` key that ties a notification to its `subscriptions/listen` (MODERN-13).
-pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+pub use crate::meta::{CLIENT_CAPABILITIES, LOG_LEVEL, SERVER_INFO, SUBSCRIPTION_ID};
 
 /// The methods whose complete results carry caching hints (MODERN-22).
 const CACHEABLE: [&str; 6] = [

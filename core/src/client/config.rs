@@ -2,7 +2,30 @@
 
 use std::time::Duration;
 
-use crate::ProtocolVersion;
+use crate::{Era, ProtocolVersion};
+
+/// Which revision a client speaks, and how it finds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Revision {
+    /// The best the server offers (MODERN-15, MODERN-26): `server/discover` at
+    /// [`ProtocolVersion::LATEST`]; the sessionless revision on positive modern evidence
+    /// only, else `initialize` (2025-11-25 or the best the server listed), else legacy
+    /// HTTP+SSE (with [`Config::with_legacy_fallback`]). The default.
+    Auto,
+    /// This revision alone, in its era: a sessionless one is spoken from the first
+    /// request, with no probe (a server that does not speak it answers that request with
+    /// an error); a session-era one is offered in
+    /// `initialize` (the server may answer another it prefers, as that handshake
+    /// allows), with the legacy fallback if configured. Hand back what
+    /// [`Client::negotiated`](super::Client::negotiated) learned to skip the probe next
+    /// time (MODERN-26: cache the era per origin).
+    Exactly(ProtocolVersion),
+    /// This era alone: for the sessionless era the newest revision both speak, found by
+    /// `server/discover` (the handshake fails naming what the server offered when there
+    /// is none); for the others as [`Exactly`](Self::Exactly) their newest.
+    Era(Era),
+}
 
 /// Everything a [`Client`](super::Client) decides by policy.
 #[derive(Clone, Debug)]
@@ -10,6 +33,7 @@ use crate::ProtocolVersion;
 pub struct Config {
     pub(super) endpoint: http::Uri,
     pub(super) version: ProtocolVersion,
+    pub(super) revision: Revision,
     pub(super) client_name: String,
     pub(super) client_version: String,
     pub(super) capabilities: String,
@@ -24,13 +48,13 @@ pub struct Config {
     pub(super) max_attempts: u32,
     pub(super) max_retry: Duration,
     pub(super) connect_timeout: Duration,
-    pub(super) legacy_only: bool,
     pub(super) headers: http::HeaderMap,
 }
 
 impl Config {
     /// A client of the MCP endpoint at `endpoint` (an absolute `http` or `https` URI),
-    /// offering [`ProtocolVersion::LATEST_WITH_INITIALIZE`], no capabilities, the
+    /// finding the best revision the server offers ([`Revision::Auto`]: 2026-07-28, else
+    /// [`ProtocolVersion::LATEST_WITH_INITIALIZE`] in `initialize`), no capabilities, the
     /// standalone GET stream on, legacy fallback on, no automatic re-initialization,
     /// 1,024 requests in flight, 4 MiB JSON bodies, the SSE decoder's default limits, and
     /// reconnection after 1 s doubling up to 30 s, 5 attempts, when the server gave no
@@ -39,6 +63,7 @@ impl Config {
         Self {
             endpoint,
             version: ProtocolVersion::LATEST_WITH_INITIALIZE,
+            revision: Revision::Auto,
             client_name: "mcpwire".into(),
             client_version: env!("CARGO_PKG_VERSION").into(),
             capabilities: "{}".into(),
@@ -53,7 +78,6 @@ impl Config {
             max_attempts: 5,
             max_retry: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(30),
-            legacy_only: false,
             headers: http::HeaderMap::new(),
         }
     }
@@ -73,10 +97,21 @@ impl Config {
         self
     }
 
-    /// The revision offered in `initialize` (JSONRPC-11).
-    pub fn with_version(mut self, version: ProtocolVersion) -> Self {
-        self.version = version;
+    /// Which revision to speak, and how to find it ([`Revision`]).
+    pub fn with_revision(mut self, revision: Revision) -> Self {
+        self.revision = revision;
+        match revision {
+            Revision::Exactly(version) if version.uses_initialize() => self.version = version,
+            Revision::Era(Era::HttpSse) => self.version = ProtocolVersion::V2024_11_05,
+            _ => {}
+        }
         self
+    }
+
+    /// [`with_revision`](Self::with_revision)`(Revision::Exactly(version))`: a
+    /// session-era revision is the one offered in `initialize` (JSONRPC-11).
+    pub fn with_version(self, version: ProtocolVersion) -> Self {
+        self.with_revision(Revision::Exactly(version))
     }
 
     /// `clientInfo` in `initialize`.
@@ -109,9 +144,12 @@ impl Config {
     /// stream at once, without trying Streamable HTTP first. For servers known to be old
     /// (the fallback of [`with_legacy_fallback`](Self::with_legacy_fallback) finds them
     /// too, one POST later).
-    pub fn with_legacy_only(mut self, legacy: bool) -> Self {
-        self.legacy_only = legacy;
-        self
+    pub fn with_legacy_only(self, legacy: bool) -> Self {
+        match (legacy, self.revision) {
+            (true, _) => self.with_revision(Revision::Era(Era::HttpSse)),
+            (false, Revision::Era(Era::HttpSse)) => self.with_revision(Revision::Auto),
+            (false, _) => self,
+        }
     }
 
     /// Whether a session the server ended (404, SESSION-8) is re-initialized at once.

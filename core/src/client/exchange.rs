@@ -6,13 +6,14 @@ use bytes::Bytes;
 use http::Method;
 use http::header::{self, HeaderValue};
 
+use super::modern::{self, Settled};
 use super::{
-    Body, Client, Event, ExKind, Exchange, ExchangeId, Phase, RequestError, Stream, StreamKind,
-    Transmit, Transport, split,
+    Body, Client, Event, ExKind, Exchange, ExchangeId, Outbound, Phase, RequestError, Stream,
+    StreamKind, Transmit, split,
 };
-use crate::ProtocolVersion;
 use crate::jsonrpc::{Envelope, Kind, Outgoing, RawJson, RequestId, Resolution, body_text};
 use crate::sse::Item;
+use crate::{Era, ProtocolVersion};
 
 impl Client {
     /// A request head for `uri` with the session's headers.
@@ -44,7 +45,7 @@ impl Client {
                 HeaderValue::from_static("text/event-stream"),
             );
         }
-        if self.transport == Transport::StreamableHttp {
+        if self.era != Era::HttpSse {
             if let Some(session) = &self.session {
                 h.insert("mcp-session-id", session.clone());
             }
@@ -82,24 +83,95 @@ impl Client {
         x
     }
 
-    /// POSTs one message body to the endpoint (or the legacy POST URI).
-    pub(super) fn send_post(&mut self, body: Bytes, ids: Vec<RequestId>) -> u64 {
-        let uri = match (self.transport, &self.legacy_post) {
-            (Transport::HttpSse, Some(uri)) => uri.clone(),
+    /// POSTs one message body to the endpoint (or the legacy POST URI), with `extra`
+    /// headers beside the session's.
+    pub(super) fn send_post(
+        &mut self,
+        body: Bytes,
+        ids: Vec<RequestId>,
+        extra: &[(http::HeaderName, HeaderValue)],
+    ) -> u64 {
+        let uri = match (self.era, &self.legacy_post) {
+            (Era::HttpSse, Some(uri)) => uri.clone(),
             _ => self.config.endpoint.clone(),
         };
-        let head = self.head(Method::POST, uri);
+        let mut head = self.head(Method::POST, uri);
+        for (name, value) in extra {
+            head.headers.insert(name, value.clone());
+        }
         self.transmit(ExKind::Post { ids }, head, body)
     }
 
     /// Sends now if connected and the server has the handshake's end, else queues for
     /// after it.
-    pub(super) fn send_or_wait(&mut self, body: Bytes, ids: Vec<RequestId>) {
+    pub(super) fn send_or_wait(&mut self, message: Outbound) {
         if self.phase == Phase::Connected && self.acknowledging.is_none() {
-            self.send_post(body, ids);
+            self.send_outbound(message);
         } else {
-            self.waiting.push_back((body, ids));
+            self.waiting.push_back(message);
         }
+    }
+
+    /// Encodes a message for the era and POSTs it.
+    pub(super) fn send_outbound(&mut self, message: Outbound) {
+        let (id, method, params) = match message {
+            Outbound::Encoded(body) => {
+                self.send_post(body, Vec::new(), &[]);
+                return;
+            }
+            Outbound::Call { id, method, params } => (id, method, params),
+        };
+        let text = params.as_deref().and_then(|p| std::str::from_utf8(p).ok());
+        let (params, extra) = if self.era == Era::Sessionless {
+            let read = text.and_then(|t| modern::read_params(t).ok());
+            let spliced = match (&read, text) {
+                (Some(read), Some(text)) => read.with_meta(text, &self.meta),
+                // `request` checked the params: only a message without them is here.
+                _ => modern::meta_only(&self.meta),
+            };
+            let extra = modern::mirrored_headers(&method, read.as_ref());
+            (Some(spliced), extra)
+        } else {
+            (params, Vec::new())
+        };
+        let raw = params
+            .as_deref()
+            .and_then(|p| std::str::from_utf8(p).ok())
+            .map(RawJson::validated);
+        let raw = raw.as_ref().map(|r| r as &dyn crate::jsonrpc::ToJson);
+        let mut body = bytes::BytesMut::new();
+        let written = match &id {
+            Some(id) => Outgoing::Request {
+                id,
+                method: &method,
+                params: raw,
+            }
+            .write(&mut body),
+            None => Outgoing::Notification {
+                method: &method,
+                params: raw,
+            }
+            .write(&mut body),
+        };
+        let ids: Vec<RequestId> = id.into_iter().collect();
+        if written.is_err() {
+            // `request` checked the params, so this is a message the application could
+            // not have sent in any era.
+            let error = RequestError::BadResponse("the request could not be encoded".into());
+            if self.probe.as_ref().is_some_and(|p| ids.contains(p)) {
+                return self.connect_failed(error);
+            }
+            for id in ids {
+                if self.pending.cancel(&id).is_some() {
+                    self.events.push_back(Event::Failed {
+                        id,
+                        error: error.clone(),
+                    });
+                }
+            }
+            return;
+        }
+        self.send_post(body.freeze(), ids, &extra);
     }
 
     /// Encodes and sends (or queues) a message that carries no request.
@@ -112,7 +184,7 @@ impl Client {
         }
         let mut body = bytes::BytesMut::new();
         message.write(&mut body)?;
-        self.send_or_wait(body.freeze(), Vec::new());
+        self.send_or_wait(Outbound::Encoded(body.freeze()));
         Ok(())
     }
 
@@ -174,7 +246,7 @@ impl Client {
         let all: Vec<RequestId> = self.pending.drain().map(|(id, ())| id).collect();
         for id in all {
             self.forget_owed(&id);
-            if self.init_id.as_ref() == Some(&id) {
+            if self.init_id.as_ref() == Some(&id) || self.probe.as_ref() == Some(&id) {
                 continue;
             }
             self.events.push_back(Event::Failed {
@@ -186,8 +258,16 @@ impl Client {
         self.waiting.clear();
     }
 
-    /// Fails those of `ids` still in flight.
-    pub(super) fn fail_ids(&mut self, ids: &[RequestId], error: RequestError) {
+    /// Fails those of `ids` still in flight. The handshake's requests are not the
+    /// application's: `initialize` failing fails the handshake; the probe failing is no
+    /// modern evidence, so the client falls back (MODERN-26).
+    pub(super) fn fail_ids(&mut self, now: Instant, ids: &[RequestId], error: RequestError) {
+        if self.init_id.as_ref().is_some_and(|i| ids.contains(i)) {
+            return self.connect_failed(error);
+        }
+        if self.probe.as_ref().is_some_and(|p| ids.contains(p)) {
+            return self.probe_answered(now, 200, None);
+        }
         for id in ids {
             if self.pending.cancel(id).is_some() {
                 self.forget_owed(id);
@@ -273,10 +353,18 @@ impl Client {
                     // Unknown, or answered already: never delivered twice.
                     return;
                 }
+                if self.probe.as_ref() == Some(&id) {
+                    return self.probe_answered(now, 200, Some(&message));
+                }
                 let _: Resolution<()> = self.pending.resolve(&id);
                 self.forget_owed(&id);
                 if self.init_id.as_ref() == Some(&id) {
                     return self.handshake_done(now, message);
+                }
+                if self.era == Era::Sessionless
+                    && let Err(error) = modern::result_type(&message)
+                {
+                    return self.events.push_back(Event::Failed { id, error });
                 }
                 self.events.push_back(Event::Response(message));
             }
@@ -310,7 +398,7 @@ impl Client {
                 if self.init_id.as_ref().is_some_and(|i| ids.contains(i)) {
                     return self.connect_failed(error);
                 }
-                return self.fail_ids(ids, error);
+                return self.fail_ids(now, ids, error);
             }
         }
         if self
@@ -320,7 +408,11 @@ impl Client {
         {
             return self.connect_failed(RequestError::BadResponse("no InitializeResult".into()));
         }
+        if self.probe.as_ref().is_some_and(|p| ids.contains(p)) {
+            return self.probe_answered(now, 200, None);
+        }
         self.fail_ids(
+            now,
             ids,
             RequestError::BadResponse("the body held no response for it".into()),
         );
@@ -364,17 +456,82 @@ impl Client {
         }
         .write(&mut body);
         // What waits goes out once the server has answered this (`acknowledged`).
-        self.acknowledging = Some(self.send_post(body.freeze(), Vec::new()));
-        if self.config.get_stream && self.transport == Transport::StreamableHttp {
+        self.acknowledging = Some(self.send_post(body.freeze(), Vec::new(), &[]));
+        if self.config.get_stream && self.era == Era::Sessions {
             let t = self.new_stream(StreamKind::Get, &[]);
             self.get_stream = Some(t);
             self.reconnect(t);
         }
         self.events.push_back(Event::Connected {
             version,
-            transport: self.transport,
+            era: self.era,
+            result: Some(result),
+        });
+    }
+
+    /// The probe's answer: an HTTP `status` and the message it carried, if any. The
+    /// evidence settles the era (MODERN-15, MODERN-26): sessionless and connected,
+    /// `initialize`, or a failed handshake naming what the server offered.
+    pub(super) fn probe_answered(&mut self, now: Instant, status: u16, message: Option<&Envelope>) {
+        let Some(id) = self.probe.take() else {
+            return;
+        };
+        let _ = self.pending.cancel(&id);
+        self.forget_owed(&id);
+        // The probe's exchange is done with, whatever is left of it.
+        let carrying: Vec<u64> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| matches!(&e.kind, ExKind::Post { ids } if ids.contains(&id)))
+            .map(|(x, _)| *x)
+            .collect();
+        for x in carrying {
+            if let Some(Exchange {
+                body: Body::Sse(_, t),
+                ..
+            }) = self.exchanges.remove(&x)
+            {
+                self.remove_stream(t);
+            }
+            self.out.push_back(Transmit::Abort(ExchangeId(x)));
+        }
+        let offered = self.version.unwrap_or(ProtocolVersion::LATEST);
+        let evidence = modern::evidence(status, message);
+        match modern::settle(
+            &evidence,
+            offered,
+            self.config.revision,
+            self.config.version,
+        ) {
+            Settled::Modern(version) => {
+                let result = message.filter(|m| m.kind() == Kind::Response).cloned();
+                self.modern_connected(version, result);
+            }
+            Settled::Initialize(version) => {
+                self.phase = Phase::Idle;
+                self.initialize(now, version, false);
+            }
+            Settled::Fail(error) => self.connect_failed(error),
+        }
+    }
+
+    /// Connected at a sessionless revision: no session, no standalone stream; what
+    /// waited goes out, shaped for it.
+    pub(super) fn modern_connected(&mut self, version: ProtocolVersion, result: Option<Envelope>) {
+        if self.version.is_some_and(|v| v != version) && !self.set_meta(version) {
+            return;
+        }
+        self.era = Era::Sessionless;
+        self.version = Some(version);
+        self.phase = Phase::Connected;
+        self.events.push_back(Event::Connected {
+            version,
+            era: Era::Sessionless,
             result,
         });
+        for message in std::mem::take(&mut self.waiting) {
+            self.send_outbound(message);
+        }
     }
 
     /// Exchange `x` got its response head or failed: if it carried
@@ -386,8 +543,8 @@ impl Client {
         }
         self.acknowledging = None;
         if self.phase == Phase::Connected {
-            for (body, ids) in std::mem::take(&mut self.waiting) {
-                self.send_post(body, ids);
+            for message in std::mem::take(&mut self.waiting) {
+                self.send_outbound(message);
             }
         }
     }
@@ -395,9 +552,10 @@ impl Client {
     pub(super) fn connect_failed(&mut self, error: RequestError) {
         self.acknowledging = None;
         self.phase = Phase::Closed;
-        // The handshake's own request is reported as the ConnectFailed, not as a failure.
+        // The handshake's own requests are reported as the ConnectFailed, not as failures.
         self.fail_all(RequestError::Closed);
         self.init_id = None;
+        self.probe = None;
         self.drop_streams();
         for x in std::mem::take(&mut self.exchanges).into_keys() {
             self.out.push_back(Transmit::Abort(ExchangeId(x)));
@@ -415,15 +573,17 @@ impl Client {
         self.session = None;
         self.version = None;
         self.init_id = None;
-        // The new session is found as the first was: Streamable HTTP first (with the
+        // The new session is found as the first was, with `initialize` (the server keeps
+        // sessions, so it is not probed again): Streamable HTTP first (with the
         // fallback), or a new legacy stream whose `endpoint` event names where to POST.
-        self.transport = Transport::StreamableHttp;
+        let legacy_only = self.config.revision == super::Revision::Era(Era::HttpSse);
+        self.era = Era::Sessions;
         self.legacy_post = None;
         self.acknowledging = None;
         self.events.push_back(Event::SessionExpired);
         if self.config.reinitialize {
             self.phase = Phase::Idle;
-            self.connect(now);
+            self.initialize(now, self.config.version, legacy_only);
         } else {
             self.phase = Phase::Closed;
             self.events.push_back(Event::Closed);
@@ -440,7 +600,7 @@ impl Client {
 
     /// The legacy transport's GET: its stream's `endpoint` event names where to POST.
     pub(super) fn open_legacy_stream(&mut self) {
-        self.transport = Transport::HttpSse;
+        self.era = Era::HttpSse;
         let t = self.new_stream(StreamKind::Legacy, &[]);
         let head = self.head(Method::GET, self.config.endpoint.clone());
         self.transmit(ExKind::Get { stream: t }, head, Bytes::new());
@@ -466,7 +626,7 @@ impl Client {
         let body = self
             .initialize_body(&id, ProtocolVersion::V2024_11_05)
             .unwrap_or_default();
-        self.send_post(body, Vec::new());
+        self.send_post(body, Vec::new(), &[]);
     }
 
     /// A stream's connection ended (cleanly or not).
@@ -524,10 +684,13 @@ impl Client {
         let owed: Vec<RequestId> = stream.owed.iter().cloned().collect();
         let standalone = stream.kind == StreamKind::Get;
         self.remove_stream(t);
+        if self.probe.as_ref().is_some_and(|p| owed.contains(p)) {
+            return self.probe_answered(now, 200, None);
+        }
         if self.init_id.as_ref().is_some_and(|i| owed.contains(i)) {
             return self.connect_failed(error);
         }
-        self.fail_ids(&owed, error.clone());
+        self.fail_ids(now, &owed, error.clone());
         if standalone && self.phase == Phase::Connected {
             // The standalone stream owes no response, but the server's messages since its
             // last event may be gone: say so, and open a fresh one so later ones arrive.

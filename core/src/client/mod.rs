@@ -44,6 +44,7 @@
 //!   origin: §14.14), and POST everything there; responses come over the stream.
 
 mod config;
+mod modern;
 mod output;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -53,19 +54,22 @@ use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderValue};
 use http::{Method, StatusCode};
 
-pub use config::{Config, is_transport_header};
-pub use output::{
-    ClientError, Event, ExchangeId, RequestError, ServerMessage, Transmit, Transport,
-};
+pub use config::{Config, Revision, is_transport_header};
+pub use output::{ClientError, Event, ExchangeId, RequestError, ServerMessage, Transmit};
 
-use crate::jsonrpc::{Classifier, Envelope, Envelopes, Outgoing, Pending, RequestId, ToJson};
+use crate::jsonrpc::{
+    Classifier, Envelope, Envelopes, Kind, Outgoing, Pending, RequestId, ToJson, body_text,
+};
 use crate::sse::Decoder;
-use crate::{Entropy, ProtocolVersion};
+use crate::{Entropy, Era, ProtocolVersion};
+use modern::ParamsError;
 
 /// Where the client is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Idle,
+    /// `server/discover` is out: the server's answer decides the era (MODERN-15).
+    Discovering,
     Initializing,
     Connected,
     Closed,
@@ -96,6 +100,22 @@ enum Body {
     Sse(Box<Decoder>, u64),
     /// Nothing to read (202, DELETE).
     Ignore,
+}
+
+/// A message of the application's, until it is sent.
+#[derive(Debug)]
+enum Outbound {
+    /// A request (with its id) or a notification, shaped for the era when it leaves:
+    /// at 2026-07-28 its params gain the protocol members of `_meta` and its headers
+    /// mirror its method and name (MODERN-3, MODERN-6).
+    Call {
+        id: Option<RequestId>,
+        method: Box<str>,
+        params: Option<Bytes>,
+    },
+    /// A message the same in every era that sends it: an answer to a server's request,
+    /// `notifications/cancelled`.
+    Encoded(Bytes),
 }
 
 #[derive(Debug)]
@@ -129,15 +149,19 @@ pub struct Client {
     entropy: Box<dyn Entropy + Send>,
     classifier: Classifier,
     phase: Phase,
-    transport: Transport,
+    era: Era,
     session: Option<HeaderValue>,
     version: Option<ProtocolVersion>,
     /// The legacy POST URI, once the `endpoint` event named it.
     legacy_post: Option<http::Uri>,
     init_id: Option<RequestId>,
+    /// The `server/discover` probe's id, while it is out.
+    probe: Option<RequestId>,
+    /// The protocol members of every sessionless request's `_meta`, once connected.
+    meta: String,
     pending: Pending<()>,
-    /// Message bodies (with the request ids they carry) waiting for the handshake.
-    waiting: VecDeque<(Bytes, Vec<RequestId>)>,
+    /// What the application sent before the handshake ended, in order.
+    waiting: VecDeque<Outbound>,
     /// The exchange carrying `notifications/initialized`, until its response head (or
     /// its failure): the waiting messages go out after it, so that a server sees the
     /// handshake end before the first request (servers such as the Python SDK's refuse
@@ -158,7 +182,7 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("phase", &self.phase)
-            .field("transport", &self.transport)
+            .field("era", &self.era)
             .field("version", &self.version)
             .field("pending", &self.pending.len())
             .field("exchanges", &self.exchanges.len())
@@ -172,17 +196,20 @@ impl Client {
     pub fn new(config: Config, entropy: Box<dyn Entropy + Send>) -> Self {
         let pending = Pending::new(config.max_pending);
         let classifier = Classifier::default();
+        let era = modern::first_era(config.revision);
         Self {
             config,
             entropy,
             classifier,
             phase: Phase::Idle,
-            transport: Transport::StreamableHttp,
+            era,
             session: None,
             version: None,
             legacy_post: None,
             acknowledging: None,
             init_id: None,
+            probe: None,
+            meta: String::new(),
             pending,
             waiting: VecDeque::new(),
             next: 1,
@@ -201,9 +228,23 @@ impl Client {
         self.version
     }
 
-    /// The transport in use.
-    pub fn transport(&self) -> Transport {
-        self.transport
+    /// The era the client is in: the one it is trying until connected, then the one it
+    /// settled on.
+    pub fn era(&self) -> Era {
+        self.era
+    }
+
+    /// What the handshake settled on, once connected: hand it back in
+    /// [`Config::with_revision`] to skip finding it again with this server
+    /// (MODERN-26: cache the era per origin).
+    pub fn negotiated(&self) -> Option<Revision> {
+        if self.phase != Phase::Connected {
+            return None;
+        }
+        match self.era {
+            Era::HttpSse => Some(Revision::Era(Era::HttpSse)),
+            _ => self.version.map(Revision::Exactly),
+        }
     }
 
     /// Sets the header `name` of every later request to `value` (replacing every value
@@ -247,16 +288,86 @@ impl Client {
             && self.out.is_empty()
     }
 
-    /// Starts the handshake: `initialize` is the first transmit. A no-op unless idle.
+    /// Starts the handshake: `server/discover` is the first transmit (or, for a
+    /// configuration that names an older era, `initialize` or the legacy GET; for one
+    /// that names a sessionless revision, nothing: the client is connected at once, and
+    /// its first request is the first word). A no-op unless idle.
     pub fn connect(&mut self, now: Instant) {
         if self.phase != Phase::Idle {
             return;
         }
+        match (
+            self.config.revision,
+            modern::first_era(self.config.revision),
+        ) {
+            (Revision::Exactly(version), Era::Sessionless) => {
+                // A revision known already (pinned, or handed back from an earlier
+                // connection): nothing to find, the first request goes as it.
+                if self.set_meta(version) {
+                    self.modern_connected(version, None);
+                }
+            }
+            (_, Era::Sessionless) => self.discover(now),
+            (_, Era::HttpSse) => self.initialize(now, ProtocolVersion::V2024_11_05, true),
+            (_, Era::Sessions) => self.initialize(now, self.config.version, false),
+        }
+    }
+
+    /// The probe (MODERN-15): `server/discover` at the newest revision allowed.
+    fn discover(&mut self, now: Instant) {
         let deadline = now + self.config.connect_timeout;
         let Ok(id) = self.pending.register((), Some(deadline)) else {
             return;
         };
-        let Some(body) = self.initialize_body(&id, self.config.version) else {
+        let offered = match self.config.revision {
+            Revision::Exactly(v) if !v.uses_initialize() => v,
+            _ => ProtocolVersion::LATEST,
+        };
+        if !self.set_meta(offered) {
+            return;
+        }
+        self.era = Era::Sessionless;
+        self.version = Some(offered);
+        self.phase = Phase::Discovering;
+        self.probe = Some(id.clone());
+        let params = modern::meta_only(&self.meta);
+        self.send_outbound(Outbound::Call {
+            id: Some(id),
+            method: "server/discover".into(),
+            params: Some(params),
+        });
+    }
+
+    /// Renders the `_meta` members of `version`; false (and the client closed) when the
+    /// configured capabilities are not a JSON object.
+    fn set_meta(&mut self, version: ProtocolVersion) -> bool {
+        let capabilities = self.config.capabilities.trim();
+        if !capabilities.starts_with('{') || crate::jsonrpc::RawJson::new(capabilities).is_err() {
+            self.pending.drain().for_each(drop);
+            self.phase = Phase::Closed;
+            self.events
+                .push_back(Event::ConnectFailed(RequestError::BadResponse(
+                    "the configured capabilities are not a JSON object".into(),
+                )));
+            return false;
+        }
+        self.meta = modern::protocol_members(
+            version,
+            capabilities,
+            &self.config.client_name,
+            &self.config.client_version,
+        );
+        true
+    }
+
+    /// Opens a session: `initialize` offering `version`, POSTed to the endpoint, or with
+    /// `legacy` to the URI the legacy stream's `endpoint` event names.
+    fn initialize(&mut self, now: Instant, version: ProtocolVersion, legacy: bool) {
+        let deadline = now + self.config.connect_timeout;
+        let Ok(id) = self.pending.register((), Some(deadline)) else {
+            return;
+        };
+        let Some(body) = self.initialize_body(&id, version) else {
             // The configured capabilities are not JSON: nothing sensible can be sent.
             let _ = self.pending.cancel(&id);
             self.phase = Phase::Closed;
@@ -266,13 +377,15 @@ impl Client {
                 )));
             return;
         };
+        self.era = Era::Sessions;
+        self.version = None;
         self.init_id = Some(id.clone());
         self.phase = Phase::Initializing;
-        if self.config.legacy_only {
+        if legacy {
             // `initialize` goes to the URI the stream's `endpoint` event names.
             return self.open_legacy_stream();
         }
-        self.send_post(body, vec![id]);
+        self.send_post(body, vec![id], &[]);
     }
 
     /// The body of the `initialize` request `id` offering `version`, with the configured
@@ -318,23 +431,40 @@ impl Client {
         if self.phase == Phase::Closed {
             return Err(ClientError::NotConnected);
         }
+        let params = self.params_text(params)?;
         let id = self
             .pending
             .register((), deadline)
             .map_err(|_| ClientError::TooMany)?;
-        let mut body = BytesMut::new();
-        if let Err(e) = (Outgoing::Request {
-            id: &id,
-            method,
+        self.send_or_wait(Outbound::Call {
+            id: Some(id.clone()),
+            method: method.into(),
             params,
-        })
-        .write(&mut body)
-        {
-            let _ = self.pending.cancel(&id);
-            return Err(e.into());
-        }
-        self.send_or_wait(body.freeze(), vec![id.clone()]);
+        });
         Ok(id)
+    }
+
+    /// The text of a message's params, checked for what the sessionless revision
+    /// splices into them (an object, with no protocol key of `_meta` set: MODERN-3)
+    /// while that revision may be the one spoken.
+    fn params_text(&self, params: Option<&dyn ToJson>) -> Result<Option<Bytes>, ClientError> {
+        let Some(params) = params else {
+            return Ok(None);
+        };
+        let mut text = BytesMut::new();
+        params.write_json(&mut text)?;
+        let text = text.freeze();
+        if self.era == Era::Sessionless {
+            let checked = std::str::from_utf8(&text)
+                .map_err(|_| ParamsError::NotObject)
+                .and_then(|t| modern::read_params(t).map(drop));
+            if let Err(e) = checked {
+                return Err(ClientError::Encode(crate::jsonrpc::EncodeError::Serialize(
+                    e.to_string(),
+                )));
+            }
+        }
+        Ok(Some(text))
     }
 
     /// Sends a notification.
@@ -348,7 +478,16 @@ impl Client {
         params: Option<&dyn ToJson>,
     ) -> Result<(), ClientError> {
         let _ = now;
-        self.send_message(&Outgoing::Notification { method, params })
+        if self.phase == Phase::Closed {
+            return Err(ClientError::NotConnected);
+        }
+        let params = self.params_text(params)?;
+        self.send_or_wait(Outbound::Call {
+            id: None,
+            method: method.into(),
+            params,
+        });
+        Ok(())
     }
 
     /// Answers a server→client request (its [`Event::Request`]) with `result`.
@@ -393,11 +532,38 @@ impl Client {
             return false;
         }
         self.forget_owed(id);
-        let _ = self.send_message(&Outgoing::Cancelled {
-            request: id,
-            reason,
-        });
+        self.cancel_at_server(id, reason);
         true
+    }
+
+    /// Tells the server a request is given up: at 2026-07-28 by closing its response
+    /// (MODERN-11: nothing else cancels it, and the server sends nothing more for it),
+    /// or one that never left is dropped; in the session eras with
+    /// `notifications/cancelled`.
+    fn cancel_at_server(&mut self, id: &RequestId, reason: Option<&str>) {
+        if self.era != Era::Sessionless {
+            let _ = self.send_message(&Outgoing::Cancelled {
+                request: id,
+                reason,
+            });
+            return;
+        }
+        self.waiting
+            .retain(|o| !matches!(o, Outbound::Call { id: Some(i), .. } if i == id));
+        let carrying = self.exchanges.iter().find_map(|(x, e)| match &e.kind {
+            ExKind::Post { ids } if ids.contains(id) => Some(*x),
+            _ => None,
+        });
+        if let Some(x) = carrying {
+            if let Some(Exchange {
+                body: Body::Sse(_, t),
+                ..
+            }) = self.exchanges.remove(&x)
+            {
+                self.remove_stream(t);
+            }
+            self.out.push_back(Transmit::Abort(ExchangeId(x)));
+        }
     }
 
     /// Ends the session: DELETE (HTTP-DELETE-1), every exchange aborted, every request in
@@ -409,13 +575,14 @@ impl Client {
         }
         self.phase = Phase::Closed;
         self.fail_all(RequestError::Closed);
+        self.probe = None;
         self.drop_streams();
         for x in std::mem::take(&mut self.exchanges).into_keys() {
             self.out.push_back(Transmit::Abort(ExchangeId(x)));
         }
         self.waiting.clear();
         self.timers.clear();
-        if self.session.is_some() && self.transport == Transport::StreamableHttp {
+        if self.session.is_some() && self.era == Era::Sessions {
             let head = self.head(Method::DELETE, self.config.endpoint.clone());
             self.transmit(ExKind::Delete, head, Bytes::new());
         } else {
@@ -464,14 +631,15 @@ impl Client {
                 self.connect_failed(RequestError::Timeout);
                 continue;
             }
+            if self.probe.as_ref() == Some(&id) {
+                self.connect_failed(RequestError::Timeout);
+                continue;
+            }
             self.events.push_back(Event::Failed {
                 id: id.clone(),
                 error: RequestError::Timeout,
             });
-            let _ = self.send_message(&Outgoing::Cancelled {
-                request: &id,
-                reason: Some("timeout"),
-            });
+            self.cancel_at_server(&id, Some("timeout"));
         }
     }
 
@@ -494,8 +662,18 @@ impl Client {
             ExKind::Post { ids } => {
                 let ids = ids.clone();
                 let initialize = self.init_id.as_ref().is_some_and(|i| ids.contains(i));
-                if initialize && status.is_success() && self.transport == Transport::StreamableHttp
+                let probe = self.probe.as_ref().is_some_and(|p| ids.contains(p));
+                if probe
+                    && (status == StatusCode::ACCEPTED
+                        || status.is_success()
+                            && !matches!(&*media, "application/json" | "text/event-stream"))
                 {
+                    // An answer with no JSON-RPC message: nothing modern about it.
+                    self.exchanges.remove(&x.0);
+                    self.out.push_back(Transmit::Abort(x));
+                    return self.probe_answered(now, status.as_u16(), None);
+                }
+                if initialize && status.is_success() && self.era == Era::Sessions {
                     if let Some(value) = head.headers.get("mcp-session-id") {
                         if !value.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b))
                             || value.is_empty()
@@ -517,13 +695,17 @@ impl Client {
                     Body::Sse(Box::new(Decoder::new(self.config.sse)), t)
                 } else if status.is_success() {
                     self.fail_ids(
+                        now,
                         &ids,
                         RequestError::BadResponse(format!("content type {media:?}")),
                     );
                     Body::Ignore
+                } else if probe {
+                    // Its body says what the status means (MODERN-15).
+                    Body::Error(status, BytesMut::new())
                 } else if initialize
                     && self.config.legacy_fallback
-                    && self.transport == Transport::StreamableHttp
+                    && self.era == Era::Sessions
                     && matches!(status.as_u16(), 400 | 404 | 405)
                 {
                     return self.fall_back(now, x.0);
@@ -532,7 +714,9 @@ impl Client {
                 } else {
                     Body::Error(status, BytesMut::new())
                 };
-                self.exchanges.get_mut(&x.0).expect("exchange").body = body;
+                if let Some(e) = self.exchanges.get_mut(&x.0) {
+                    e.body = body;
+                }
             }
             ExKind::Get { stream } => {
                 let t = *stream;
@@ -556,7 +740,9 @@ impl Client {
                 } else {
                     Body::Error(status, BytesMut::new())
                 };
-                self.exchanges.get_mut(&x.0).expect("exchange").body = body;
+                if let Some(e) = self.exchanges.get_mut(&x.0) {
+                    e.body = body;
+                }
             }
             ExKind::Delete => {
                 self.exchanges.get_mut(&x.0).expect("exchange").body = Body::Ignore;
@@ -579,10 +765,12 @@ impl Client {
         match &e.kind {
             ExKind::Post { ids } => {
                 let ids = ids.clone();
-                if self.init_id.as_ref().is_some_and(|i| ids.contains(i)) {
+                if self.init_id.as_ref().is_some_and(|i| ids.contains(i))
+                    || self.probe.as_ref().is_some_and(|p| ids.contains(p))
+                {
                     return self.connect_failed(error);
                 }
-                self.fail_ids(&ids, error);
+                self.fail_ids(now, &ids, error);
             }
             ExKind::Get { stream } => {
                 let t = *stream;
@@ -613,7 +801,13 @@ impl Client {
                     };
                     let ids = ids.clone();
                     e.body = Body::Ignore;
+                    if self.probe.as_ref().is_some_and(|p| ids.contains(p)) {
+                        self.out.push_back(Transmit::Abort(x));
+                        self.exchanges.remove(&x.0);
+                        return self.probe_answered(now, 200, None);
+                    }
                     self.fail_ids(
+                        now,
                         &ids,
                         RequestError::BadResponse("response body too large".into()),
                     );
@@ -642,6 +836,21 @@ impl Client {
         match (e.kind, e.body) {
             (ExKind::Post { ids }, Body::Json(buf)) => self.json_body(now, &ids, buf.freeze()),
             (ExKind::Post { ids }, Body::Error(status, buf)) => {
+                let envelope = body_text(buf.clone().freeze())
+                    .ok()
+                    .and_then(|text| self.classifier.envelope(text).ok());
+                if self.probe.as_ref().is_some_and(|p| ids.contains(p)) {
+                    return self.probe_answered(now, status.as_u16(), envelope.as_ref());
+                }
+                if self.era == Era::Sessionless
+                    && let Some(envelope) = envelope.filter(|e| {
+                        e.kind() == Kind::Error && e.id().is_some_and(|id| ids.contains(id))
+                    })
+                {
+                    // A sessionless server answers its errors with a status (MODERN-5,
+                    // MODERN-9): the request's answer is the JSON-RPC error all the same.
+                    return self.message(now, envelope);
+                }
                 let error = RequestError::Http {
                     status: status.as_u16(),
                     message: error_message(&buf),
@@ -649,7 +858,7 @@ impl Client {
                 if self.init_id.as_ref().is_some_and(|i| ids.contains(i)) {
                     return self.connect_failed(error);
                 }
-                self.fail_ids(&ids, error);
+                self.fail_ids(now, &ids, error);
             }
             (ExKind::Get { stream }, Body::Error(StatusCode::CONFLICT, _)) => {
                 // HTTP-GET-9: the server still holds a connection of the stream, one this
@@ -684,7 +893,11 @@ impl Client {
             }
             (ExKind::Delete, _) => self.events.push_back(Event::Closed),
             (ExKind::Post { ids }, Body::Head) => {
-                self.fail_ids(&ids, RequestError::BadResponse("no response head".into()));
+                self.fail_ids(
+                    now,
+                    &ids,
+                    RequestError::BadResponse("no response head".into()),
+                );
             }
             (_, Body::Ignore | Body::Head | Body::Json(_)) => {}
         }
@@ -713,13 +926,21 @@ impl Client {
         match (e.kind, e.body) {
             (_, Body::Sse(_, t)) => self.stream_ended(now, t, x.0),
             (ExKind::Post { ids }, body @ (Body::Head | Body::Json(_) | Body::Error(..))) => {
+                if self.probe.as_ref().is_some_and(|p| ids.contains(p)) {
+                    return match body {
+                        Body::Head => {
+                            self.connect_failed(RequestError::Connection(cause.to_owned()))
+                        }
+                        _ => self.probe_answered(now, 200, None),
+                    };
+                }
                 if self.init_id.as_ref().is_some_and(|i| ids.contains(i)) {
                     return self.connect_failed(match body {
                         Body::Head => RequestError::Connection(cause.to_owned()),
                         _ => RequestError::StreamLost,
                     });
                 }
-                self.fail_ids(&ids, RequestError::StreamLost);
+                self.fail_ids(now, &ids, RequestError::StreamLost);
             }
             (ExKind::Get { stream }, _) => self.stream_ended(now, stream, x.0),
             (ExKind::Delete, _) => self.events.push_back(Event::Closed),

@@ -5,8 +5,8 @@ use std::fmt;
 
 use bytes::Bytes;
 
-use crate::ProtocolVersion;
 use crate::jsonrpc::{Envelope, RequestId};
+use crate::{Era, ProtocolVersion};
 
 /// One HTTP exchange of the client, from [`Client::poll_transmit`](super::Client::poll_transmit)
 /// until its response ends or fails. Never reused by one client.
@@ -47,16 +47,6 @@ pub enum Transmit {
     Abort(ExchangeId),
 }
 
-/// Which transport the client ended up on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Transport {
-    /// Streamable HTTP (2025-03-26 and later).
-    StreamableHttp,
-    /// The legacy HTTP+SSE transport (2024-11-05), after the fallback of LEGACY-6.
-    HttpSse,
-}
-
 /// Something for the application, from [`Client::poll_event`](super::Client::poll_event).
 #[derive(Debug)]
 #[non_exhaustive]
@@ -65,10 +55,11 @@ pub enum Event {
     Connected {
         /// The negotiated revision.
         version: ProtocolVersion,
-        /// The transport in use.
-        transport: Transport,
-        /// The server's `InitializeResult`.
-        result: Envelope,
+        /// The era it belongs to: the transport and whether there is a session.
+        era: Era,
+        /// The server's `InitializeResult`, or at 2026-07-28 its `DiscoverResult`
+        /// (`None` when the server proved modern without one: MODERN-26).
+        result: Option<Envelope>,
     },
     /// The handshake failed; the client is closed (no [`Closed`](Self::Closed) follows).
     ConnectFailed(RequestError),
@@ -139,14 +130,14 @@ pub enum ServerMessage {
     /// closed: later calls fail as calls on a closed client do.
     SessionExpired,
     /// A new session was initialized after [`SessionExpired`](Self::SessionExpired)
-    /// (never for the handshake of `connect`). The client's `version` and `transport`
+    /// (never for the handshake of `connect`). The client's `version` and `era`
     /// return these from now on.
     #[non_exhaustive]
     Reconnected {
         /// The revision negotiated with the new session.
         version: ProtocolVersion,
-        /// The transport the new session uses.
-        transport: Transport,
+        /// The era of the new session.
+        era: Era,
     },
     /// The re-initialization after [`SessionExpired`](Self::SessionExpired) failed, with
     /// the error `connect` would have returned; the client is closed. The calls that
@@ -167,8 +158,8 @@ pub enum ServerMessage {
 impl ServerMessage {
     /// [`Reconnected`](Self::Reconnected), for an adapter to forward the core's
     /// [`Event::Connected`] of a re-initialization.
-    pub fn reconnected(version: ProtocolVersion, transport: Transport) -> Self {
-        Self::Reconnected { version, transport }
+    pub fn reconnected(version: ProtocolVersion, era: Era) -> Self {
+        Self::Reconnected { version, era }
     }
 }
 
@@ -211,6 +202,13 @@ pub enum RequestError {
     BadResponse(String),
     /// The client was closed.
     Closed,
+    /// The server speaks no revision this client may: it listed `offered` (empty when
+    /// it answered with nothing a revision could be read from, such as a session-era
+    /// server's answer to a client pinned to 2026-07-28).
+    NoCommonRevision {
+        /// The revisions the server listed, as it wrote them.
+        offered: Vec<String>,
+    },
     /// The handshake's request got no response at all: the connection could not be made
     /// or broke first (refused, reset, unreachable). The text is the driver's cause
     /// ([`Client::handle_failure_with`](super::Client::handle_failure_with)).
@@ -237,6 +235,14 @@ impl fmt::Display for RequestError {
             Self::Http { status, message } => write!(f, "http {status}: {message}"),
             Self::BadResponse(why) => write!(f, "unreadable response: {why}"),
             Self::Closed => f.write_str("the client is closed"),
+            Self::NoCommonRevision { offered } if offered.is_empty() => {
+                f.write_str("the server does not speak the revision this client is limited to")
+            }
+            Self::NoCommonRevision { offered } => write!(
+                f,
+                "the server offers no revision this client speaks: it offered {}",
+                offered.join(", ")
+            ),
             Self::Connection(cause) => write!(f, "no connection to the server: {cause}"),
         }
     }

@@ -63,6 +63,7 @@ mod error;
 mod id;
 mod message;
 mod pending;
+pub(crate) mod read;
 pub(crate) mod scan;
 
 pub use encode::{EncodeError, Json, MessageBuf, Outgoing, ToJson};

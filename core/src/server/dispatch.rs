@@ -14,9 +14,10 @@ use super::config::ResponseMode;
 use super::head::{SessionHeader, VersionHeader};
 use super::ids::{ExchangeId, RequestHandle, SessionId};
 use super::modern;
-use super::output::{Era, Event, IncomingRequest, error_body};
+use super::output::{Event, IncomingRequest, error_body};
 use super::refuse::{Refuse, empty_head, parse_refusal, session_not_found};
 use super::state::{Carries, OpenRequest, Phase, Scope};
+use crate::Era;
 use crate::ProtocolVersion;
 use crate::jsonrpc::{Envelope, Envelopes, ErrorCode, Kind, RequestId, body_text};
 

@@ -17,7 +17,7 @@ use super::check::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use super::config::Eras;
 use super::ids::{PeerAddr, SessionId};
 use super::modern;
-use super::output::Era;
+use crate::Era;
 use crate::ProtocolVersion;
 use crate::jsonrpc::Envelopes;
 

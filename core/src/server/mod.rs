@@ -138,12 +138,13 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 
+pub use crate::Era;
 pub use config::{
     Allow, Config, DEFAULT_MAX_PARAM_HEADERS, Eras, LegacyPaths, ResponseMode, SessionMode,
 };
 pub use ids::{ExchangeId, PeerAddr, RequestHandle, SessionId, StreamId};
 pub use output::{
-    CloseReason, Delivery, Era, Event, IncomingRequest, Refusal, SendError, Target, Transmit,
+    CloseReason, Delivery, Event, IncomingRequest, Refusal, SendError, Target, Transmit,
 };
 pub use shard::shard_of;
 

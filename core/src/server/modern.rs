@@ -16,8 +16,10 @@ use serde::Deserialize;
 
 use super::head::{McpHeaders, VersionHeader};
 use crate::ProtocolVersion;
-use crate::jsonrpc::scan::{MAX_DEPTH_CAP, Scanner, StrToken, unescape};
+use crate::jsonrpc::read::{WrongShape, first, members, null, skip, string};
+use crate::jsonrpc::scan::{MAX_DEPTH_CAP, Scanner};
 use crate::jsonrpc::{Envelope, ErrorCode, Kind};
+use crate::meta::{CLIENT_CAPABILITIES, PROTOCOL_VERSION};
 use crate::mirror::{MirrorError, ToolMirrors};
 
 /// The methods the revision removed: answered 404 with -32601 (MODERN-21).
@@ -84,10 +86,6 @@ struct Meta<'a> {
     capabilities: bool,
 }
 
-/// Why params could not be read: not an object, a read member of the wrong type or
-/// given twice, or an escape no string can hold.
-struct WrongShape;
-
 impl<'a> Params<'a> {
     /// One pass of the JSON scanner over `text` (the params, valid JSON already): the
     /// read members are taken, every other value skipped without being built.
@@ -127,12 +125,12 @@ impl<'a> Meta<'a> {
         let mut meta = Self::default();
         let (mut version, mut capabilities) = (false, false);
         members(scan, text, |scan, key| match key {
-            VERSION_KEY => {
+            PROTOCOL_VERSION => {
                 first(&mut version)?;
                 meta.version = string(scan, text)?;
                 Ok(())
             }
-            CAPABILITIES_KEY => {
+            CLIENT_CAPABILITIES => {
                 first(&mut capabilities)?;
                 meta.capabilities = !null(scan)?;
                 if meta.capabilities {
@@ -144,78 +142,6 @@ impl<'a> Meta<'a> {
         })?;
         Ok(Some(meta))
     }
-}
-
-/// `_meta` key of the request's revision (MODERN-3).
-const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-/// `_meta` key of the client's capabilities (MODERN-3).
-const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-
-/// Walks the object at the cursor, handing each member's key (unescaped) to `each`,
-/// which consumes its value.
-fn members<'a>(
-    scan: &mut Scanner<'a>,
-    text: &'a str,
-    mut each: impl FnMut(&mut Scanner<'a>, &str) -> Result<(), WrongShape>,
-) -> Result<(), WrongShape> {
-    scan.expect(b'{').map_err(|_| WrongShape)?;
-    scan.enter().map_err(|_| WrongShape)?;
-    if !scan.eat(b'}') {
-        loop {
-            let key = scan.member_key().map_err(|_| WrongShape)?;
-            each(scan, &token(text, key)?)?;
-            if scan.eat(b'}') {
-                break;
-            }
-            scan.expect(b',').map_err(|_| WrongShape)?;
-        }
-    }
-    scan.leave();
-    Ok(())
-}
-
-/// Marks a read member seen; a second one is refused, as serde refuses a duplicate
-/// field.
-fn first(seen: &mut bool) -> Result<(), WrongShape> {
-    if std::mem::replace(seen, true) {
-        return Err(WrongShape);
-    }
-    Ok(())
-}
-
-/// A string or `null` at the cursor.
-fn string<'a>(scan: &mut Scanner<'a>, text: &'a str) -> Result<Option<Cow<'a, str>>, WrongShape> {
-    if null(scan)? {
-        return Ok(None);
-    }
-    if scan.peek() != Some(b'"') {
-        return Err(WrongShape);
-    }
-    let token = scan.string().map_err(|_| WrongShape)?;
-    self::token(text, token).map(Some)
-}
-
-/// Consumes a `null` at the cursor, if that is what it is.
-fn null(scan: &mut Scanner<'_>) -> Result<bool, WrongShape> {
-    if scan.peek() != Some(b'n') {
-        return Ok(false);
-    }
-    scan.value().map_err(|_| WrongShape)?;
-    Ok(true)
-}
-
-/// Skips the value at the cursor.
-fn skip(scan: &mut Scanner<'_>) -> Result<(), WrongShape> {
-    scan.value().map(drop).map_err(|_| WrongShape)
-}
-
-/// A string token's text, unescaped if it holds an escape.
-fn token(text: &str, token: StrToken) -> Result<Cow<'_, str>, WrongShape> {
-    let body = text.get(token.start..token.end).ok_or(WrongShape)?;
-    if !token.escaped {
-        return Ok(Cow::Borrowed(body));
-    }
-    unescape(body).map(Cow::Owned).ok_or(WrongShape)
 }
 
 /// Just `params.arguments`, read only for a tool that mirrors some of them.

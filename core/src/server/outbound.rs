@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use crate::Era;
 use bytes::{Bytes, BytesMut};
 use http::StatusCode;
 use http::header::{self, HeaderName, HeaderValue};
@@ -12,7 +13,7 @@ use super::check::SESSION_ID;
 use super::config::ResponseMode;
 use super::ids::{ExchangeId, RequestHandle, SessionId, StreamId};
 use super::modern;
-use super::output::{CloseReason, Delivery, Era, SendError, Target, Transmit};
+use super::output::{CloseReason, Delivery, SendError, Target, Transmit};
 use super::refuse::{empty_head, json_head};
 use super::state::{Carries, Phase, Stream, StreamKind, Timer};
 use crate::ProtocolVersion;

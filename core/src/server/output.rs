@@ -6,6 +6,7 @@ use std::fmt;
 use bytes::Bytes;
 
 use super::ids::{RequestHandle, SessionId};
+use crate::Era;
 use crate::ProtocolVersion;
 use crate::jsonrpc::{self, Envelope, RequestId};
 
@@ -29,23 +30,6 @@ pub enum Transmit {
     /// is presumed dead, and if it is not, its client must not read on. After the head,
     /// if one was queued. The exchange is then forgotten.
     Abort,
-}
-
-/// Which protocol era an exchange belongs to, decided from its path and headers and
-/// carried with it (ARCHITECTURE.md "Protocol eras").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Era {
-    /// Legacy HTTP+SSE (2024-11-05): its own GET and POST paths.
-    HttpSse,
-    /// Streamable HTTP with `initialize` and sessions (2025-03-26 … 2025-11-25).
-    Sessions,
-    /// The sessionless revision (2026-07-28): every request stands alone with its
-    /// `_meta`, and its response is its own JSON body or stream. Served with
-    /// [`Eras::MODERN`](super::Eras::MODERN); otherwise such a POST is answered 400 with
-    /// -32022 and the revisions served (MODERN-5), so a dual-era client falls back to
-    /// `initialize` (MODERN-15).
-    Sessionless,
 }
 
 /// Something for the application, from [`Server::poll_event`](super::Server::poll_event).

@@ -12,9 +12,9 @@ use super::check;
 use super::config::{Config, Eras, SessionMode};
 use super::head::McpHeaders;
 use super::ids::ExchangeId;
-use super::output::Era;
 use super::refuse::{Refuse, session_not_found};
 use super::state::{Body, Exchange, Phase, Route};
+use crate::Era;
 
 /// Which of the configured paths a request is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

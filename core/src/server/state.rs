@@ -8,7 +8,8 @@ use bytes::{Bytes, BytesMut};
 
 use super::head::McpHeaders;
 use super::ids::{ExchangeId, RequestHandle, SessionId, StreamId};
-use super::output::{Era, Transmit};
+use super::output::Transmit;
+use crate::Era;
 use crate::ProtocolVersion;
 use crate::jsonrpc::RequestId;
 use crate::resume::RingId;

@@ -5,8 +5,9 @@
 
 use std::time::{Duration, Instant};
 
+use mcpwire::Era;
 use mcpwire::ProtocolVersion;
-use mcpwire::client::{self, Transport};
+use mcpwire::client;
 use mcpwire_tests::server::counter_entropy;
 use serde_json::{Value, json};
 
@@ -25,8 +26,12 @@ fn call_params(name: &str, arguments: Value, progress: bool) -> Value {
 }
 
 /// The client's configuration for `server`, the handshake bounded.
+/// A session-era client (what these scenarios exercise: sessions, progress on the
+/// session's streams, DELETE); the sessionless revision has its own tests.
 fn config(server: &Server) -> client::Config {
-    client::Config::new(server.url().parse().expect("a URI")).with_connect_timeout(TIMEOUT)
+    client::Config::new(server.url().parse().expect("a URI"))
+        .with_revision(client::Revision::Era(Era::Sessions))
+        .with_connect_timeout(TIMEOUT)
 }
 
 /// The progress values among the notifications `texts` (JSON-RPC messages as text).
@@ -78,7 +83,7 @@ pub(crate) fn blocking_client(server: &Server) -> Transcript {
     let (client, messages) =
         McpClient::connect(config(server), counter_entropy(CLIENT_SEED)).expect("connected");
     assert_eq!(client.version(), ProtocolVersion::V2025_11_25);
-    assert_eq!(client.transport(), Transport::StreamableHttp);
+    assert_eq!(client.era(), Era::Sessions);
     assert!(client.session_id().is_some(), "SESSION-1");
     assert_eq!(server.session_count(), 1);
     let tools = client
@@ -149,7 +154,7 @@ pub(crate) fn tokio_client(server: &Server) -> Transcript {
         .await
         .expect("connected");
         assert_eq!(client.version(), ProtocolVersion::V2025_11_25);
-        assert_eq!(client.transport(), Transport::StreamableHttp);
+        assert_eq!(client.era(), Era::Sessions);
         assert_eq!(server.session_count(), 1, "SESSION-1");
         let tools = within("tools/list", client.call("tools/list", None))
             .await

@@ -1,0 +1,248 @@
+//! The client core at revision 2026-07-28 against the server core, in memory: the probe
+//! and what its answer settles (MODERN-15, MODERN-26), the shape of every sessionless
+//! request (MODERN-3, MODERN-4, MODERN-6), answers with a status (MODERN-5, MODERN-9),
+//! `resultType` (MODERN-18), and cancellation by closing (MODERN-11).
+
+use mcpwire::client::{self, Event, Revision};
+use mcpwire::jsonrpc::RawJson;
+use mcpwire::server::{self, Eras};
+use mcpwire::{Era, ProtocolVersion};
+use mcpwire_tests::pair::Pair;
+
+const DISCOVERED: &str = r#"{"resultType":"complete","supportedVersions":["2026-07-28","2025-11-25"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private"}"#;
+
+fn header<'a>(head: &'a http::request::Parts, name: &str) -> Option<&'a str> {
+    head.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).expect("JSON")
+}
+
+/// The connection event, taken.
+fn connected(p: &mut Pair) -> (ProtocolVersion, Era, Option<serde_json::Value>) {
+    let at = p
+        .client_events
+        .iter()
+        .position(|e| matches!(e, Event::Connected { .. }))
+        .unwrap_or_else(|| panic!("connected: {:?}", p.client_events));
+    match p.client_events.remove(at) {
+        Event::Connected {
+            version,
+            era,
+            result,
+            ..
+        } => (version, era, result.map(|r| json(r.text().as_str()))),
+        _ => unreachable!(),
+    }
+}
+
+/// Connects with `config` to a server serving `eras`; the probe, if any, is answered
+/// as an application would (the core leaves `server/discover` to it).
+fn connect(eras: Eras, config: client::Config) -> Pair {
+    let mut p = Pair::new(server::Config::new().with_eras(eras), config);
+    p.client.connect(p.now);
+    p.run();
+    if let Some(at) = p
+        .server_events
+        .iter()
+        .position(|e| matches!(e, server::Event::Request(r) if r.method() == "server/discover"))
+    {
+        let server::Event::Request(probe) = p.server_events.remove(at) else {
+            unreachable!()
+        };
+        let result = RawJson::new(DISCOVERED).unwrap();
+        p.server.respond(p.now, probe.handle(), &result).unwrap();
+        p.run();
+    }
+    p
+}
+
+fn auto() -> client::Config {
+    client::Config::new(Pair::endpoint())
+}
+
+#[test]
+fn modern_15_modern_14_auto_probes_server_discover_and_settles_on_2026_07_28() {
+    let mut p = connect(Eras::ALL, auto().with_capabilities(r#"{"sampling":{}}"#));
+    let (version, era, result) = connected(&mut p);
+    assert_eq!(
+        (version, era),
+        (ProtocolVersion::V2026_07_28, Era::Sessionless)
+    );
+    assert_eq!(
+        result.expect("the DiscoverResult")["result"]["supportedVersions"][0],
+        "2026-07-28"
+    );
+    assert_eq!(p.client.negotiated(), Some(Revision::Exactly(version)));
+    // The probe: a sessionless request like any other (MODERN-3, MODERN-4, MODERN-6).
+    let probe = &p.requests[0];
+    assert_eq!(probe.method, "POST");
+    assert_eq!(header(probe, "mcp-method"), Some("server/discover"));
+    assert_eq!(header(probe, "mcp-protocol-version"), Some("2026-07-28"));
+    assert_eq!(header(probe, "mcp-session-id"), None);
+    // Nothing else: no initialize, no GET stream, no session.
+    assert_eq!(p.requests.len(), 1, "{:?}", p.requests);
+    assert!(p.client.session_id().is_none());
+}
+
+#[test]
+fn modern_3_modern_4_modern_6_a_call_carries_meta_and_mirroring_headers() {
+    let mut p = connect(
+        Eras::ALL,
+        auto()
+            .with_capabilities(r#"{"sampling":{}}"#)
+            .with_client_info("tester", "9"),
+    );
+    connected(&mut p);
+    let params = RawJson::new(
+        r#"{"name":"ech\u006f","arguments":{"text":"hi"},"_meta":{"progressToken":3}}"#,
+    )
+    .unwrap();
+    let id = p
+        .client
+        .request(p.now, "tools/call", Some(&params), None)
+        .unwrap();
+    p.run();
+    let head = p.requests.last().unwrap();
+    assert_eq!(header(head, "mcp-method"), Some("tools/call"));
+    assert_eq!(header(head, "mcp-name"), Some("echo"));
+    assert_eq!(header(head, "mcp-protocol-version"), Some("2026-07-28"));
+    // The server's checks passed: it hands the request on, sessionless.
+    let request = p.take_server_request();
+    assert_eq!(request.era(), Era::Sessionless);
+    let sent = json(request.message().text().as_str());
+    let meta = &sent["params"]["_meta"];
+    assert_eq!(meta["progressToken"], 3);
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json(r#"{"sampling":{}}"#)
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientInfo"],
+        json(r#"{"name":"tester","version":"9"}"#)
+    );
+    assert_eq!(sent["params"]["arguments"]["text"], "hi");
+    let result = RawJson::new(r#"{"resultType":"complete","content":[]}"#).unwrap();
+    p.server.respond(p.now, request.handle(), &result).unwrap();
+    p.run();
+    let answered = p
+        .client_events
+        .iter()
+        .any(|e| matches!(e, Event::Response(m) if m.id() == Some(&id)));
+    assert!(answered, "{:?}", p.client_events);
+}
+
+#[test]
+fn modern_15_a_session_only_server_is_spoken_to_with_initialize() {
+    // It answers the probe 400 with -32022 listing its revisions (MODERN-5): the best
+    // of them is offered in `initialize`.
+    let mut p = connect(Eras::SESSIONS, auto());
+    p.accept_initialize();
+    let (version, era, _) = connected(&mut p);
+    assert_eq!(
+        (version, era),
+        (ProtocolVersion::V2025_11_25, Era::Sessions)
+    );
+    assert!(p.client.session_id().is_some());
+    assert_eq!(
+        header(&p.requests[0], "mcp-method"),
+        Some("server/discover")
+    );
+    assert_eq!(header(&p.requests[1], "mcp-method"), None);
+    assert_eq!(p.client.negotiated(), Some(Revision::Exactly(version)));
+}
+
+#[test]
+fn modern_15_a_client_pinned_to_the_sessionless_era_says_what_the_server_offered() {
+    let p = connect(
+        Eras::SESSIONS,
+        auto().with_revision(Revision::Era(Era::Sessionless)),
+    );
+    let failed = p.client_events.iter().find_map(|e| match e {
+        Event::ConnectFailed(error) => Some(error.clone()),
+        _ => None,
+    });
+    let Some(client::RequestError::NoCommonRevision { offered }) = failed else {
+        panic!("{:?}", p.client_events);
+    };
+    assert!(offered.iter().any(|v| v == "2025-11-25"), "{offered:?}");
+    assert!(!p.client.is_connected());
+}
+
+#[test]
+fn modern_26_a_revision_handed_back_is_spoken_without_a_probe() {
+    let mut p = connect(
+        Eras::ALL,
+        auto().with_revision(Revision::Exactly(ProtocolVersion::V2026_07_28)),
+    );
+    let (version, era, result) = connected(&mut p);
+    assert_eq!(
+        (version, era, result),
+        (ProtocolVersion::V2026_07_28, Era::Sessionless, None)
+    );
+    assert!(p.requests.is_empty(), "{:?}", p.requests);
+}
+
+#[test]
+fn modern_9_an_error_answered_with_a_status_is_the_requests_answer() {
+    let mut p = connect(Eras::ALL, auto());
+    connected(&mut p);
+    // `ping` is gone from this revision: 404 with -32601 (MODERN-21, MODERN-9).
+    let id = p.client.request(p.now, "ping", None, None).unwrap();
+    p.run();
+    let answer = p
+        .client_events
+        .iter()
+        .find_map(|e| match e {
+            Event::Response(m) if m.id() == Some(&id) => Some(json(m.text().as_str())),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{:?}", p.client_events));
+    assert_eq!(answer["error"]["code"], -32601);
+}
+
+#[test]
+fn modern_18_an_unknown_result_type_fails_the_request() {
+    let mut p = connect(Eras::ALL, auto());
+    connected(&mut p);
+    let id = p.client.request(p.now, "tools/list", None, None).unwrap();
+    p.run();
+    let request = p.take_server_request();
+    let result = RawJson::new(r#"{"resultType":"eventually","tools":[]}"#).unwrap();
+    p.server.respond(p.now, request.handle(), &result).unwrap();
+    p.run();
+    let failed = p.client_events.iter().any(|e| {
+        matches!(e, Event::Failed { id: i, error: client::RequestError::BadResponse(_) } if *i == id)
+    });
+    assert!(failed, "{:?}", p.client_events);
+}
+
+#[test]
+fn modern_11_cancelling_closes_the_response_and_the_server_learns_it() {
+    let mut p = connect(Eras::ALL, auto());
+    connected(&mut p);
+    let params = RawJson::new(r#"{"name":"slow","arguments":{}}"#).unwrap();
+    let id = p
+        .client
+        .request(p.now, "tools/call", Some(&params), None)
+        .unwrap();
+    p.run();
+    let request = p.take_server_request();
+    let before = p.requests.len();
+    assert!(p.client.cancel(p.now, &id, Some("enough")));
+    p.run();
+    // No notifications/cancelled POST: the close is the cancellation.
+    assert_eq!(p.requests.len(), before, "{:?}", &p.requests[before..]);
+    let cancelled = p.server_events.iter().any(
+        |e| matches!(e, server::Event::Cancelled { request: r, .. } if *r == request.handle()),
+    );
+    assert!(cancelled, "{:?}", p.server_events);
+    // A late answer goes nowhere.
+    let result = RawJson::new(r#"{"content":[]}"#).unwrap();
+    assert!(p.server.respond(p.now, request.handle(), &result).is_err());
+}
