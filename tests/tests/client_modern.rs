@@ -246,3 +246,111 @@ fn modern_11_cancelling_closes_the_response_and_the_server_learns_it() {
     let result = RawJson::new(r#"{"content":[]}"#).unwrap();
     assert!(p.server.respond(p.now, request.handle(), &result).is_err());
 }
+
+/// Lists `tools` (a JSON array) in answer to a `tools/list` the client sends now;
+/// returns the application's view of the result.
+fn list_tools(p: &mut Pair, tools: &str) -> serde_json::Value {
+    let id = p.client.request(p.now, "tools/list", None, None).unwrap();
+    p.run();
+    let request = p.take_server_request();
+    let result = format!(r#"{{"resultType":"complete","tools":{tools}}}"#);
+    let result = RawJson::new(&result).unwrap();
+    p.server.respond(p.now, request.handle(), &result).unwrap();
+    p.run();
+    p.client_events
+        .iter()
+        .find_map(|e| match e {
+            Event::Response(m) if m.id() == Some(&id) => Some(json(m.text().as_str())),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{:?}", p.client_events))
+}
+
+const MIRRORING: &str = r#"[
+  {"name":"deploy","inputSchema":{"type":"object","properties":{
+    "region":{"type":"string","x-mcp-header":"Region"},
+    "priority":{"type":"integer","x-mcp-header":"Priority"},
+    "verbose":{"type":"boolean","x-mcp-header":"Verbose"},
+    "greeting":{"type":"string","x-mcp-header":"NonAscii"},
+    "query":{"type":"string"}}}},
+  {"name":"bad_number","inputSchema":{"type":"object","properties":{
+    "ratio":{"type":"number","x-mcp-header":"Ratio"}}}},
+  {"name":"bad_duplicate","inputSchema":{"type":"object","properties":{
+    "a":{"type":"string","x-mcp-header":"MyField"},
+    "b":{"type":"string","x-mcp-header":"myfield"}}}}
+]"#;
+
+#[test]
+fn modern_7_tools_with_invalid_annotations_are_dropped_and_the_application_told() {
+    let mut p = connect(Eras::ALL, auto());
+    connected(&mut p);
+    let listed = list_tools(&mut p, MIRRORING);
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["deploy"]);
+    assert_eq!(listed["result"]["resultType"], "complete");
+    let dropped: Vec<&str> = p
+        .client_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolDropped { tool, reason } => {
+                assert!(!reason.is_empty());
+                Some(tool.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(dropped, ["bad_number", "bad_duplicate"]);
+}
+
+#[test]
+fn modern_7_modern_8_a_call_mirrors_its_annotated_arguments() {
+    let mut p = connect(Eras::ALL, auto());
+    connected(&mut p);
+    list_tools(&mut p, MIRRORING);
+    let params = RawJson::new(
+        r#"{"name":"deploy","arguments":{"region":"us-west1","priority":42,"verbose":null,"greeting":"Hello, 世界","query":"SELECT 1"}}"#,
+    )
+    .unwrap();
+    p.client
+        .request(p.now, "tools/call", Some(&params), None)
+        .unwrap();
+    p.run();
+    let head = p.requests.last().unwrap();
+    assert_eq!(header(head, "mcp-param-region"), Some("us-west1"));
+    assert_eq!(header(head, "mcp-param-priority"), Some("42"));
+    // Null: no header (MODERN-7); not annotated: none either.
+    assert_eq!(header(head, "mcp-param-verbose"), None);
+    assert_eq!(header(head, "mcp-param-query"), None);
+    // Non-ASCII goes in the sentinel (MODERN-8).
+    assert_eq!(
+        header(head, "mcp-param-nonascii"),
+        Some("=?base64?SGVsbG8sIOS4lueVjA==?=")
+    );
+    assert_eq!(header(head, "mcp-method"), Some("tools/call"));
+    assert_eq!(p.take_server_request().method(), "tools/call");
+}
+
+#[test]
+fn modern_7_an_argument_no_header_can_carry_fails_the_call_unsent() {
+    let mut p = connect(Eras::ALL, auto());
+    connected(&mut p);
+    list_tools(&mut p, MIRRORING);
+    let sent = p.requests.len();
+    let params =
+        RawJson::new(r#"{"name":"deploy","arguments":{"region":{"not":"a string"}}}"#).unwrap();
+    let id = p
+        .client
+        .request(p.now, "tools/call", Some(&params), None)
+        .unwrap();
+    p.run();
+    assert_eq!(p.requests.len(), sent, "nothing is sent");
+    let failed = p.client_events.iter().any(|e| {
+        matches!(e, Event::Failed { id: i, error: client::RequestError::Unsendable(_) } if *i == id)
+    });
+    assert!(failed, "{:?}", p.client_events);
+}

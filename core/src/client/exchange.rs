@@ -129,7 +129,14 @@ impl Client {
                 // `request` checked the params: only a message without them is here.
                 _ => modern::meta_only(&self.meta),
             };
-            let extra = modern::mirrored_headers(&method, read.as_ref());
+            let mut extra = modern::mirrored_headers(&method, read.as_ref());
+            match self.param_headers(&method, read.as_ref()) {
+                Ok(params) => extra.extend(params),
+                Err(error) => {
+                    let ids: Vec<RequestId> = id.into_iter().collect();
+                    return self.fail_unsent(ids, error);
+                }
+            }
             (Some(spliced), extra)
         } else {
             (params, Vec::new())
@@ -157,21 +164,62 @@ impl Client {
         if written.is_err() {
             // `request` checked the params, so this is a message the application could
             // not have sent in any era.
-            let error = RequestError::BadResponse("the request could not be encoded".into());
-            if self.probe.as_ref().is_some_and(|p| ids.contains(p)) {
-                return self.connect_failed(error);
-            }
-            for id in ids {
-                if self.pending.cancel(&id).is_some() {
-                    self.events.push_back(Event::Failed {
-                        id,
-                        error: error.clone(),
-                    });
-                }
-            }
-            return;
+            let error = RequestError::Unsendable("it could not be encoded".into());
+            return self.fail_unsent(ids, error);
         }
         self.send_post(body.freeze(), ids, &extra);
+    }
+
+    /// The `Mcp-Param-*` headers of a sessionless `tools/call` of a tool whose listed
+    /// schema mirrors arguments (MODERN-7, MODERN-8): none for any other request, or a
+    /// tool the client has not seen listed.
+    fn param_headers(
+        &self,
+        method: &str,
+        read: Option<&modern::Read<'_>>,
+    ) -> Result<Vec<(http::HeaderName, HeaderValue)>, RequestError> {
+        let Some(read) = read.filter(|_| method == "tools/call") else {
+            return Ok(Vec::new());
+        };
+        let Some(mirrors) = read.name.as_deref().and_then(|n| self.mirrors.get(n)) else {
+            return Ok(Vec::new());
+        };
+        let arguments = match read.arguments {
+            Some(text) => serde_json::from_str(text)
+                .map_err(|e| RequestError::Unsendable(format!("arguments: {e}")))?,
+            None => serde_json::Value::Null,
+        };
+        let pairs = mirrors
+            .encode(&arguments)
+            .map_err(|e| RequestError::Unsendable(e.to_string()))?;
+        pairs
+            .into_iter()
+            .map(|(name, value)| {
+                match (
+                    http::HeaderName::try_from(name.as_str()),
+                    HeaderValue::try_from(value.as_str()),
+                ) {
+                    (Ok(name), Ok(value)) => Ok((name, value)),
+                    _ => Err(RequestError::Unsendable(format!("{name} is not a header"))),
+                }
+            })
+            .collect()
+    }
+
+    /// A request that could not leave as its era needs: it fails (the handshake's, the
+    /// handshake).
+    fn fail_unsent(&mut self, ids: Vec<RequestId>, error: RequestError) {
+        if self.probe.as_ref().is_some_and(|p| ids.contains(p)) {
+            return self.connect_failed(error);
+        }
+        for id in ids {
+            if self.pending.cancel(&id).is_some() {
+                self.events.push_back(Event::Failed {
+                    id,
+                    error: error.clone(),
+                });
+            }
+        }
     }
 
     /// Encodes and sends (or queues) a message that carries no request.
@@ -243,7 +291,7 @@ impl Client {
 
     /// Fails every request in flight.
     pub(super) fn fail_all(&mut self, error: RequestError) {
-        let all: Vec<RequestId> = self.pending.drain().map(|(id, ())| id).collect();
+        let all: Vec<RequestId> = self.pending.drain().map(|(id, _)| id).collect();
         for id in all {
             self.forget_owed(&id);
             if self.init_id.as_ref() == Some(&id) || self.probe.as_ref() == Some(&id) {
@@ -356,16 +404,24 @@ impl Client {
                 if self.probe.as_ref() == Some(&id) {
                     return self.probe_answered(now, 200, Some(&message));
                 }
-                let _: Resolution<()> = self.pending.resolve(&id);
+                let asked = match self.pending.resolve(&id) {
+                    Resolution::Matched(asked) => asked,
+                    Resolution::Stale | Resolution::Unknown => super::Asked::Other,
+                };
                 self.forget_owed(&id);
                 if self.init_id.as_ref() == Some(&id) {
                     return self.handshake_done(now, message);
                 }
-                if self.era == Era::Sessionless
-                    && let Err(error) = modern::result_type(&message)
-                {
+                if self.era != Era::Sessionless {
+                    return self.events.push_back(Event::Response(message));
+                }
+                if let Err(error) = modern::result_type(&message) {
                     return self.events.push_back(Event::Failed { id, error });
                 }
+                let message = match asked {
+                    super::Asked::ToolsList => self.tools_listed(message),
+                    super::Asked::Other => message,
+                };
                 self.events.push_back(Event::Response(message));
             }
             Kind::Request if message.method() == Some("ping") => {
@@ -467,6 +523,61 @@ impl Client {
             era: self.era,
             result: Some(result),
         });
+    }
+
+    /// A sessionless `tools/list` result: each tool's `x-mcp-header` annotations are
+    /// read into the mirrors its calls carry; a tool whose annotations are invalid is
+    /// dropped from the result, and [`Event::ToolDropped`] says why (MODERN-7).
+    fn tools_listed(&mut self, message: Envelope) -> Envelope {
+        let crate::jsonrpc::Message::Response(response) = message.message() else {
+            return message;
+        };
+        let Ok(mut result) = serde_json::from_str::<serde_json::Value>(response.result.as_str())
+        else {
+            return message;
+        };
+        let Some(tools) = result.get_mut("tools").and_then(|t| t.as_array_mut()) else {
+            return message;
+        };
+        let before = tools.len();
+        let mut dropped = Vec::new();
+        tools.retain(|tool| {
+            let Some(name) = tool.get("name").and_then(|n| n.as_str()) else {
+                return true;
+            };
+            let schema = tool.get("inputSchema").unwrap_or(&serde_json::Value::Null);
+            match crate::mirror::Mirrors::from_input_schema(schema) {
+                Ok(mirrors) => {
+                    self.mirrors.insert(name, mirrors);
+                    true
+                }
+                Err(error) => {
+                    self.mirrors.remove(name);
+                    dropped.push((name.to_owned(), error.to_string()));
+                    false
+                }
+            }
+        });
+        if tools.len() == before {
+            return message;
+        }
+        for (tool, reason) in dropped {
+            self.events.push_back(Event::ToolDropped { tool, reason });
+        }
+        // The message as it came, with its result replaced: the result is a slice of it.
+        let text = message.text().as_str();
+        let old = response.result.as_str();
+        let Some(start) = (old.as_ptr() as usize)
+            .checked_sub(text.as_ptr() as usize)
+            .filter(|start| start + old.len() <= text.len())
+        else {
+            return message;
+        };
+        let rebuilt = format!("{}{}{}", &text[..start], result, &text[start + old.len()..]);
+        body_text(Bytes::from(rebuilt))
+            .ok()
+            .and_then(|text| self.classifier.envelope(text).ok())
+            .unwrap_or(message)
     }
 
     /// The probe's answer: an HTTP `status` and the message it carried, if any. The

@@ -102,6 +102,26 @@ enum Body {
     Ignore,
 }
 
+/// What a request asked, as far as its answer concerns the client itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Asked {
+    /// `tools/list`: at 2026-07-28 its tools' `x-mcp-header` annotations are read, and a
+    /// tool with invalid ones is dropped (MODERN-7).
+    ToolsList,
+    /// Anything else.
+    Other,
+}
+
+impl Asked {
+    fn of(method: &str) -> Self {
+        if method == "tools/list" {
+            Self::ToolsList
+        } else {
+            Self::Other
+        }
+    }
+}
+
 /// A message of the application's, until it is sent.
 #[derive(Debug)]
 enum Outbound {
@@ -159,7 +179,10 @@ pub struct Client {
     probe: Option<RequestId>,
     /// The protocol members of every sessionless request's `_meta`, once connected.
     meta: String,
-    pending: Pending<()>,
+    pending: Pending<Asked>,
+    /// The `x-mcp-header` mirrors of the tools the server listed (MODERN-7), for the
+    /// `Mcp-Param-*` headers of sessionless `tools/call`s.
+    mirrors: crate::mirror::ToolMirrors,
     /// What the application sent before the handshake ended, in order.
     waiting: VecDeque<Outbound>,
     /// The exchange carrying `notifications/initialized`, until its response head (or
@@ -210,6 +233,7 @@ impl Client {
             init_id: None,
             probe: None,
             meta: String::new(),
+            mirrors: crate::mirror::ToolMirrors::new(),
             pending,
             waiting: VecDeque::new(),
             next: 1,
@@ -316,7 +340,7 @@ impl Client {
     /// The probe (MODERN-15): `server/discover` at the newest revision allowed.
     fn discover(&mut self, now: Instant) {
         let deadline = now + self.config.connect_timeout;
-        let Ok(id) = self.pending.register((), Some(deadline)) else {
+        let Ok(id) = self.pending.register(Asked::Other, Some(deadline)) else {
             return;
         };
         let offered = match self.config.revision {
@@ -364,7 +388,7 @@ impl Client {
     /// `legacy` to the URI the legacy stream's `endpoint` event names.
     fn initialize(&mut self, now: Instant, version: ProtocolVersion, legacy: bool) {
         let deadline = now + self.config.connect_timeout;
-        let Ok(id) = self.pending.register((), Some(deadline)) else {
+        let Ok(id) = self.pending.register(Asked::Other, Some(deadline)) else {
             return;
         };
         let Some(body) = self.initialize_body(&id, version) else {
@@ -434,7 +458,7 @@ impl Client {
         let params = self.params_text(params)?;
         let id = self
             .pending
-            .register((), deadline)
+            .register(Asked::of(method), deadline)
             .map_err(|_| ClientError::TooMany)?;
         self.send_or_wait(Outbound::Call {
             id: Some(id.clone()),
@@ -625,7 +649,7 @@ impl Client {
             self.reconnect(t);
         }
         self.pending.handle_timeout(now);
-        while let Some((id, ())) = self.pending.poll_expired() {
+        while let Some((id, _)) = self.pending.poll_expired() {
             self.forget_owed(&id);
             if self.init_id.as_ref() == Some(&id) {
                 self.connect_failed(RequestError::Timeout);

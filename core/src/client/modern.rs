@@ -210,6 +210,8 @@ pub(super) struct Read<'a> {
     /// `params.name` (tools/call, prompts/get) or `params.uri` (resources/read).
     pub(super) name: Option<Cow<'a, str>>,
     pub(super) uri: Option<Cow<'a, str>>,
+    /// The text of `params.arguments`, if any.
+    pub(super) arguments: Option<&'a str>,
     splice: Splice,
 }
 
@@ -231,7 +233,7 @@ enum Splice {
 /// a protocol key already set.
 pub(super) fn read_params(text: &str) -> Result<Read<'_>, ParamsError> {
     let mut scan = Scanner::new(text.as_bytes(), MAX_DEPTH_CAP);
-    let (mut name, mut uri, mut meta) = (None, None, None);
+    let (mut name, mut uri, mut arguments, mut meta) = (None, None, None, None);
     if scan.peek() != Some(b'{') {
         return Err(ParamsError::NotObject);
     }
@@ -239,6 +241,13 @@ pub(super) fn read_params(text: &str) -> Result<Read<'_>, ParamsError> {
     let walked = members(&mut scan, text, |scan, key| match key {
         "name" => string(scan, text).map(|v| name = v),
         "uri" => string(scan, text).map(|v| uri = v),
+        "arguments" => {
+            scan.peek();
+            let start = scan.pos();
+            skip(scan)?;
+            arguments = text.get(start..scan.pos());
+            Ok(())
+        }
         "_meta" => {
             if scan.peek() != Some(b'{') {
                 failure = Some(ParamsError::MetaNotObject);
@@ -275,7 +284,12 @@ pub(super) fn read_params(text: &str) -> Result<Read<'_>, ParamsError> {
         at: close,
         empty: text[..close].trim_end().ends_with('{'),
     });
-    Ok(Read { name, uri, splice })
+    Ok(Read {
+        name,
+        uri,
+        arguments,
+        splice,
+    })
 }
 
 impl Read<'_> {

@@ -89,6 +89,15 @@ pub enum Event {
     /// The server ended the session (404, SESSION-8); every request in flight failed. The
     /// client re-initializes if configured to, else it is closed.
     SessionExpired,
+    /// A tool the server listed at 2026-07-28 was dropped from the `tools/list` result
+    /// the application gets: its `x-mcp-header` annotations are invalid, so its calls
+    /// could not carry the headers they must (MODERN-7). For the application's log.
+    ToolDropped {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong with its annotations.
+        reason: String,
+    },
     /// The client is closed: after [`Client::close`](super::Client::close), or an expired
     /// session without re-initialization. (A failed handshake closes it too, reported
     /// as [`ConnectFailed`](Self::ConnectFailed) alone.)
@@ -202,6 +211,9 @@ pub enum RequestError {
     BadResponse(String),
     /// The client was closed.
     Closed,
+    /// The request could not be sent as its revision needs (a mirrored argument whose
+    /// value no header can carry, say: MODERN-7); nothing was sent.
+    Unsendable(String),
     /// The server speaks no revision this client may: it listed `offered` (empty when
     /// it answered with nothing a revision could be read from, such as a session-era
     /// server's answer to a client pinned to 2026-07-28).
@@ -235,6 +247,7 @@ impl fmt::Display for RequestError {
             Self::Http { status, message } => write!(f, "http {status}: {message}"),
             Self::BadResponse(why) => write!(f, "unreadable response: {why}"),
             Self::Closed => f.write_str("the client is closed"),
+            Self::Unsendable(why) => write!(f, "the request could not be sent: {why}"),
             Self::NoCommonRevision { offered } if offered.is_empty() => {
                 f.write_str("the server does not speak the revision this client is limited to")
             }
