@@ -354,3 +354,159 @@ fn modern_7_an_argument_no_header_can_carry_fails_the_call_unsent() {
     });
     assert!(failed, "{:?}", p.client_events);
 }
+
+/// Calls `tool` and answers the call's first round with `result` (an
+/// `input_required`, say); returns the application's id.
+fn call_answered(p: &mut Pair, tool: &str, result: &str) -> mcpwire::jsonrpc::RequestId {
+    let params = format!(r#"{{"name":"{tool}","arguments":{{"n":1}}}}"#);
+    let params = RawJson::new(&params).unwrap();
+    let id = p
+        .client
+        .request(p.now, "tools/call", Some(&params), None)
+        .unwrap();
+    p.run();
+    let request = p.take_server_request();
+    let result = RawJson::new(result).unwrap();
+    p.server.respond(p.now, request.handle(), &result).unwrap();
+    p.run();
+    id
+}
+
+/// The input requests the client handed the application, taken.
+fn input_requests(p: &mut Pair) -> Vec<mcpwire::jsonrpc::Envelope> {
+    let mut out = Vec::new();
+    p.client_events.retain(|e| match e {
+        Event::Request(m) => {
+            out.push(m.clone());
+            false
+        }
+        _ => true,
+    });
+    out
+}
+
+const ASKS: &str = r#"{"resultType":"input_required","inputRequests":{"confirm":{"method":"elicitation/create","params":{"message":"sure?","requestedSchema":{"type":"object"}}}},"requestState":"{\"nonce\":\"n1\"}"}"#;
+
+#[test]
+fn modern_23_input_requests_reach_the_application_and_the_call_is_asked_again() {
+    let mut p = connect(Eras::ALL, auto().with_capabilities(r#"{"elicitation":{}}"#));
+    connected(&mut p);
+    let id = call_answered(&mut p, "echo_state", ASKS);
+    // The server's input request, as a session-era server's request would come.
+    let asked = input_requests(&mut p);
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].method(), Some("elicitation/create"));
+    assert_eq!(json(asked[0].text().as_str())["params"]["message"], "sure?");
+    let accept = RawJson::new(r#"{"action":"accept","content":{}}"#).unwrap();
+    p.client
+        .respond(p.now, asked[0].id().unwrap(), &accept)
+        .unwrap();
+    p.run();
+    // The same call again: a new id, the answers under the server's keys, the state
+    // as it came.
+    let retry = p.take_server_request();
+    let sent = json(retry.message().text().as_str());
+    assert_ne!(retry.message().id(), Some(&id));
+    assert_eq!(sent["params"]["name"], "echo_state");
+    assert_eq!(sent["params"]["arguments"]["n"], 1);
+    assert_eq!(
+        sent["params"]["inputResponses"]["confirm"]["action"],
+        "accept"
+    );
+    assert_eq!(sent["params"]["requestState"], r#"{"nonce":"n1"}"#);
+    assert_eq!(
+        sent["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    let done = RawJson::new(r#"{"resultType":"complete","content":[]}"#).unwrap();
+    p.server.respond(p.now, retry.handle(), &done).unwrap();
+    p.run();
+    // One call for the application: its answer under the id it was given.
+    let answers: Vec<_> = p
+        .client_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Response(m) => Some(m.id().cloned()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers, [Some(id)]);
+    // Nothing of the call is left: no rounds, no input requests, no exchange.
+    assert!(p.client.is_idle(), "{:?}", p.client);
+}
+
+#[test]
+fn modern_23_without_a_state_the_retry_has_no_request_state() {
+    let mut p = connect(Eras::ALL, auto());
+    connected(&mut p);
+    let only_asks =
+        r#"{"resultType":"input_required","inputRequests":{"roots":{"method":"roots/list"}}}"#;
+    call_answered(&mut p, "no_state", only_asks);
+    let asked = input_requests(&mut p);
+    let roots = RawJson::new(r#"{"roots":[]}"#).unwrap();
+    p.client
+        .respond(p.now, asked[0].id().unwrap(), &roots)
+        .unwrap();
+    p.run();
+    let retry = p.take_server_request();
+    let sent = json(retry.message().text().as_str());
+    assert!(sent["params"].get("requestState").is_none(), "{sent}");
+    assert_eq!(
+        sent["params"]["inputResponses"]["roots"]["roots"],
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn modern_23_rounds_are_bounded() {
+    let mut p = connect(Eras::ALL, auto().with_max_rounds(2));
+    connected(&mut p);
+    let state_only = r#"{"resultType":"input_required","requestState":"again"}"#;
+    let id = call_answered(&mut p, "forever", state_only);
+    // A state alone is asked again at once; the server keeps asking.
+    for _ in 0..2 {
+        let retry = p.take_server_request();
+        let result = RawJson::new(state_only).unwrap();
+        p.server.respond(p.now, retry.handle(), &result).unwrap();
+        p.run();
+    }
+    let failed = p.client_events.iter().any(|e| {
+        matches!(e, Event::Failed { id: i, error: client::RequestError::BadResponse(_) } if *i == id)
+    });
+    assert!(failed, "{:?}", p.client_events);
+    assert!(p.client.is_idle(), "{:?}", p.client);
+}
+
+#[test]
+fn modern_23_an_input_refused_fails_the_call_and_a_cancel_while_asking_is_local() {
+    let mut p = connect(Eras::ALL, auto());
+    connected(&mut p);
+    let id = call_answered(&mut p, "echo_state", ASKS);
+    let asked = input_requests(&mut p);
+    p.client
+        .respond_error(
+            p.now,
+            asked[0].id().unwrap(),
+            mcpwire::jsonrpc::ErrorCode::METHOD_NOT_FOUND,
+            "no elicitation here",
+        )
+        .unwrap();
+    p.run();
+    let failed = p.client_events.iter().any(|e| {
+        matches!(e, Event::Failed { id: i, error: client::RequestError::InputRefused { .. } } if *i == id)
+    });
+    assert!(failed, "{:?}", p.client_events);
+    // Cancelled while the application is asked: nothing goes to the server, and a late
+    // answer goes nowhere.
+    let id = call_answered(&mut p, "echo_state", ASKS);
+    let asked = input_requests(&mut p);
+    let sent = p.requests.len();
+    assert!(p.client.cancel(p.now, &id, None));
+    let accept = RawJson::new(r#"{"action":"accept"}"#).unwrap();
+    p.client
+        .respond(p.now, asked[0].id().unwrap(), &accept)
+        .unwrap();
+    p.run();
+    assert_eq!(p.requests.len(), sent, "{:?}", &p.requests[sent..]);
+    assert!(p.client.is_idle(), "{:?}", p.client);
+}

@@ -48,6 +48,7 @@ pub struct Config {
     pub(super) max_attempts: u32,
     pub(super) max_retry: Duration,
     pub(super) connect_timeout: Duration,
+    pub(super) max_rounds: u32,
     pub(super) headers: http::HeaderMap,
 }
 
@@ -78,6 +79,7 @@ impl Config {
             max_attempts: 5,
             max_retry: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(30),
+            max_rounds: 8,
             headers: http::HeaderMap::new(),
         }
     }
@@ -189,6 +191,13 @@ impl Config {
     /// so a bad `retry` cannot park a stream for days (docs/requirements.md §14.10).
     pub fn with_max_retry(mut self, cap: Duration) -> Self {
         self.max_retry = crate::duration::bounded(cap);
+        self
+    }
+
+    /// How many times a server may answer one call `input_required` before the call
+    /// fails (MODERN-23); 8 by default.
+    pub fn with_max_rounds(mut self, rounds: u32) -> Self {
+        self.max_rounds = rounds;
         self
     }
 

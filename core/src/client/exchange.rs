@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::Method;
 use http::header::{self, HeaderValue};
 
-use super::modern::{self, Settled};
+use super::modern::{self, ResultType, Settled};
 use super::{
     Body, Client, Event, ExKind, Exchange, ExchangeId, Outbound, Phase, RequestError, Stream,
     StreamKind, Transmit, split,
@@ -214,10 +214,7 @@ impl Client {
         }
         for id in ids {
             if self.pending.cancel(&id).is_some() {
-                self.events.push_back(Event::Failed {
-                    id,
-                    error: error.clone(),
-                });
+                self.push_failed(id, error.clone());
             }
         }
     }
@@ -297,11 +294,9 @@ impl Client {
             if self.init_id.as_ref() == Some(&id) || self.probe.as_ref() == Some(&id) {
                 continue;
             }
-            self.events.push_back(Event::Failed {
-                id,
-                error: error.clone(),
-            });
+            self.push_failed(id, error.clone());
         }
+        self.fail_gathering(&error);
         // What waited for the handshake goes too: its requests were failed above.
         self.waiting.clear();
     }
@@ -319,10 +314,7 @@ impl Client {
         for id in ids {
             if self.pending.cancel(id).is_some() {
                 self.forget_owed(id);
-                self.events.push_back(Event::Failed {
-                    id: id.clone(),
-                    error: error.clone(),
-                });
+                self.push_failed(id.clone(), error.clone());
             }
         }
     }
@@ -415,13 +407,25 @@ impl Client {
                 if self.era != Era::Sessionless {
                     return self.events.push_back(Event::Response(message));
                 }
-                if let Err(error) = modern::result_type(&message) {
-                    return self.events.push_back(Event::Failed { id, error });
-                }
-                let message = match asked {
-                    super::Asked::ToolsList => self.tools_listed(message),
-                    super::Asked::Other => message,
+                let kind = match modern::result_type(&message) {
+                    Ok(kind) => kind,
+                    Err(error) => return self.push_failed(id, error),
                 };
+                let message = match (kind, asked) {
+                    (ResultType::InputRequired, super::Asked::RoundTrip(call)) => {
+                        return self.input_required(now, id, *call, &message);
+                    }
+                    (ResultType::InputRequired, _) => {
+                        let error = RequestError::BadResponse(
+                            "input_required to a method that may not ask (MODERN-23)".into(),
+                        );
+                        return self.push_failed(id, error);
+                    }
+                    (ResultType::Complete, super::Asked::ToolsList) => self.tools_listed(message),
+                    (ResultType::Complete, _) => message,
+                };
+                let app = self.rounds.origin(&id);
+                let message = self.as_answer_to(message, &app);
                 self.events.push_back(Event::Response(message));
             }
             Kind::Request if message.method() == Some("ping") => {

@@ -46,6 +46,7 @@
 mod config;
 mod modern;
 mod output;
+mod rounds;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -103,21 +104,26 @@ enum Body {
 }
 
 /// What a request asked, as far as its answer concerns the client itself.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 enum Asked {
     /// `tools/list`: at 2026-07-28 its tools' `x-mcp-header` annotations are read, and a
     /// tool with invalid ones is dropped (MODERN-7).
     ToolsList,
+    /// `tools/call`, `resources/read` or `prompts/get`: at 2026-07-28 the server may
+    /// answer `input_required`, and the client asks again (MODERN-23).
+    RoundTrip(Box<rounds::Call>),
     /// Anything else.
     Other,
 }
 
 impl Asked {
-    fn of(method: &str) -> Self {
-        if method == "tools/list" {
-            Self::ToolsList
-        } else {
-            Self::Other
+    fn of(method: &str, params: Option<&Bytes>, deadline: Option<Instant>) -> Self {
+        match method {
+            "tools/list" => Self::ToolsList,
+            "tools/call" | "resources/read" | "prompts/get" => Self::RoundTrip(Box::new(
+                rounds::Call::new(method, params.cloned(), deadline),
+            )),
+            _ => Self::Other,
         }
     }
 }
@@ -183,6 +189,8 @@ pub struct Client {
     /// The `x-mcp-header` mirrors of the tools the server listed (MODERN-7), for the
     /// `Mcp-Param-*` headers of sessionless `tools/call`s.
     mirrors: crate::mirror::ToolMirrors,
+    /// Multi round-trip calls waiting for the application's input (MODERN-23).
+    rounds: rounds::Rounds,
     /// What the application sent before the handshake ended, in order.
     waiting: VecDeque<Outbound>,
     /// The exchange carrying `notifications/initialized`, until its response head (or
@@ -234,6 +242,7 @@ impl Client {
             probe: None,
             meta: String::new(),
             mirrors: crate::mirror::ToolMirrors::new(),
+            rounds: rounds::Rounds::default(),
             pending,
             waiting: VecDeque::new(),
             next: 1,
@@ -310,6 +319,7 @@ impl Client {
             && self.owed_by.is_empty()
             && self.waiting.is_empty()
             && self.out.is_empty()
+            && self.rounds.is_empty()
     }
 
     /// Starts the handshake: `server/discover` is the first transmit (or, for a
@@ -458,7 +468,7 @@ impl Client {
         let params = self.params_text(params)?;
         let id = self
             .pending
-            .register(Asked::of(method), deadline)
+            .register(Asked::of(method, params.as_ref(), deadline), deadline)
             .map_err(|_| ClientError::TooMany)?;
         self.send_or_wait(Outbound::Call {
             id: Some(id.clone()),
@@ -524,7 +534,9 @@ impl Client {
         id: &RequestId,
         result: &dyn ToJson,
     ) -> Result<(), ClientError> {
-        let _ = now;
+        if let Some(answered) = self.input_answer(now, id, Ok(result)) {
+            return answered;
+        }
         self.send_message(&Outgoing::Response { id, result })
     }
 
@@ -539,7 +551,13 @@ impl Client {
         code: crate::jsonrpc::ErrorCode,
         message: &str,
     ) -> Result<(), ClientError> {
-        let _ = now;
+        let refused = RequestError::InputRefused {
+            code: code.0,
+            message: message.to_owned(),
+        };
+        if let Some(answered) = self.input_answer(now, id, Err(refused)) {
+            return answered;
+        }
         self.send_message(&Outgoing::Error {
             id: Some(id),
             code,
@@ -552,11 +570,16 @@ impl Client {
     /// is sent `notifications/cancelled`. Returns whether it was in flight.
     pub fn cancel(&mut self, now: Instant, id: &RequestId, reason: Option<&str>) -> bool {
         let _ = now;
-        if self.pending.cancel(id).is_none() {
+        // A call waiting for the application's input has nothing at the server.
+        let Some(wire) = self.cancel_rounds(id) else {
+            return true;
+        };
+        if self.pending.cancel(&wire).is_none() {
             return false;
         }
-        self.forget_owed(id);
-        self.cancel_at_server(id, reason);
+        self.rounds.origin(&wire);
+        self.forget_owed(&wire);
+        self.cancel_at_server(&wire, reason);
         true
     }
 
@@ -659,10 +682,7 @@ impl Client {
                 self.connect_failed(RequestError::Timeout);
                 continue;
             }
-            self.events.push_back(Event::Failed {
-                id: id.clone(),
-                error: RequestError::Timeout,
-            });
+            self.push_failed(id.clone(), RequestError::Timeout);
             self.cancel_at_server(&id, Some("timeout"));
         }
     }

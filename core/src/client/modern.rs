@@ -73,20 +73,29 @@ fn versions(list: &serde_json::Value) -> Option<Vec<String>> {
         .collect()
 }
 
-/// Checks a sessionless response's `resultType` (MODERN-18, MODERN-23): absent (an
-/// older server's) or `complete` is a result, `input_required` asks the client for
-/// input; any other value makes the response invalid.
+/// What a sessionless response is (MODERN-18, MODERN-23).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ResultType {
+    /// The answer: a result without `resultType` (an older server's), `complete`, or an
+    /// error.
+    Complete,
+    /// `input_required`: the server asks the client for input first.
+    InputRequired,
+}
+
+/// A sessionless response's `resultType`.
 ///
 /// # Errors
-/// [`RequestError::BadResponse`] naming the unknown `resultType`.
-pub(super) fn result_type(message: &Envelope) -> Result<(), RequestError> {
+/// [`RequestError::BadResponse`] for any other value: an unknown `resultType` makes the
+/// response invalid (MODERN-23).
+pub(super) fn result_type(message: &Envelope) -> Result<ResultType, RequestError> {
     let Message::Response(response) = message.message() else {
-        return Ok(());
+        return Ok(ResultType::Complete);
     };
     let text = response.result.as_str();
     let mut scan = Scanner::new(text.as_bytes(), MAX_DEPTH_CAP);
     if scan.peek() != Some(b'{') {
-        return Ok(());
+        return Ok(ResultType::Complete);
     }
     let mut kind = None;
     let walked = members(&mut scan, text, |scan, key| match key {
@@ -94,7 +103,8 @@ pub(super) fn result_type(message: &Envelope) -> Result<(), RequestError> {
         _ => skip(scan),
     });
     match (walked, kind.as_deref()) {
-        (Ok(()), None | Some("complete" | "input_required")) => Ok(()),
+        (Ok(()), None | Some("complete")) => Ok(ResultType::Complete),
+        (Ok(()), Some("input_required")) => Ok(ResultType::InputRequired),
         (Ok(()), Some(other)) => Err(RequestError::BadResponse(format!(
             "unknown resultType {other:?}"
         ))),
@@ -423,7 +433,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"s"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m"}}"#,
         ] {
-            assert_eq!(result_type(&message(ok)), Ok(()), "{ok}");
+            assert!(result_type(&message(ok)).is_ok(), "{ok}");
         }
         for bad in [
             r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"partial"}}"#,

@@ -211,6 +211,14 @@ pub enum RequestError {
     BadResponse(String),
     /// The client was closed.
     Closed,
+    /// The application answered one of the server's input requests for this call
+    /// with an error (MODERN-23): the call cannot go on without that input.
+    InputRefused {
+        /// The error's code.
+        code: i64,
+        /// Its message.
+        message: String,
+    },
     /// The request could not be sent as its revision needs (a mirrored argument whose
     /// value no header can carry, say: MODERN-7); nothing was sent.
     Unsendable(String),
@@ -247,6 +255,12 @@ impl fmt::Display for RequestError {
             Self::Http { status, message } => write!(f, "http {status}: {message}"),
             Self::BadResponse(why) => write!(f, "unreadable response: {why}"),
             Self::Closed => f.write_str("the client is closed"),
+            Self::InputRefused { code, message } => {
+                write!(
+                    f,
+                    "the server's input request was answered with error {code}: {message}"
+                )
+            }
             Self::Unsendable(why) => write!(f, "the request could not be sent: {why}"),
             Self::NoCommonRevision { offered } if offered.is_empty() => {
                 f.write_str("the server does not speak the revision this client is limited to")
