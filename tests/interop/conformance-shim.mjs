@@ -30,8 +30,15 @@ import net from 'node:net';
 const LOOPBACK = '127.0.0.1';
 const lookup = dns.lookup;
 dns.lookup = function (host, ...rest) {
-  if (host === LOOPBACK && rest.length === 1 && typeof rest[0] === 'function') {
-    rest[0](null, LOOPBACK, 4);
+  const callback = rest[rest.length - 1];
+  if (host === LOOPBACK && typeof callback === 'function' && rest.length <= 2) {
+    // Node.js 22 passes options ({all: true} among them) before the callback.
+    const options = rest.length === 2 && typeof rest[0] === 'object' ? rest[0] : {};
+    if (options && options.all) {
+      callback(null, [{ address: LOOPBACK, family: 4 }]);
+    } else {
+      callback(null, LOOPBACK, 4);
+    }
     return {};
   }
   return lookup.call(this, host, ...rest);

@@ -305,6 +305,19 @@ fn modern_7_tools_with_invalid_annotations_are_dropped_and_the_application_told(
         })
         .collect();
     assert_eq!(dropped, ["bad_number", "bad_duplicate"]);
+    // Its calls could not carry the headers they must: refused, unsent.
+    let sent = p.requests.len();
+    let params = RawJson::new(r#"{"name":"bad_number","arguments":{"ratio":0.5}}"#).unwrap();
+    let id = p
+        .client
+        .request(p.now, "tools/call", Some(&params), None)
+        .unwrap();
+    p.run();
+    assert_eq!(p.requests.len(), sent);
+    let refused = p.client_events.iter().any(|e| {
+        matches!(e, Event::Failed { id: i, error: client::RequestError::Unsendable(_) } if *i == id)
+    });
+    assert!(refused, "{:?}", p.client_events);
 }
 
 #[test]

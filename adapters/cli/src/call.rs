@@ -162,6 +162,13 @@ impl Options {
     }
 }
 
+/// Whether the tools are listed before the call: at 2026-07-28 a tool's `inputSchema`
+/// says which arguments its call mirrors into `Mcp-Param-*` headers, and which tools
+/// the client must not call at all (MODERN-7).
+fn lists_first(options: &Options, era: Era) -> bool {
+    options.tool.is_some() && era == Era::Sessionless
+}
+
 /// `--revision`'s value.
 fn parse_revision(text: &str) -> Result<Revision, BadUsage> {
     match text {
@@ -310,23 +317,39 @@ fn request(options: &Options) -> (&'static str, Option<Value>) {
 /// offers no capabilities, so a server should ask nothing (sampling, elicitation, roots),
 /// and one that asks gets an answer at once instead of waiting for ever. (A `ping` is
 /// answered by the client core.)
-const DECLINE: &str = "mcpwire call answers no requests from the server";
+const DECLINE: &str =
+    "mcpwire call answers no requests from the server but elicitations (declined) and roots (none)";
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// What `mcpwire call` does with a server's message: prints progress, and `decline`s a
-/// request (see [`DECLINE`]); the rest it leaves.
-fn on_message(message: ServerMessage, decline: impl FnOnce(&mcpwire::jsonrpc::RequestId)) {
+/// What `mcpwire call` does with a server's message: prints progress, and `answer`s a
+/// request (a session-era server's, or a 2026-07-28 call's input request: MODERN-23)
+/// with [`reply`]; the rest it leaves.
+fn on_message(
+    message: ServerMessage,
+    answer: impl FnOnce(&mcpwire::jsonrpc::RequestId, Result<Value, &'static str>),
+) {
     match message {
         ServerMessage::Notification(n) => print_progress(&n),
         ServerMessage::Request(r) => {
             if let Some(id) = r.id() {
-                decline(id);
+                answer(id, reply(r.method().unwrap_or_default()));
             }
         }
         _ => {}
+    }
+}
+
+/// The answer of a command line with no one to ask: an elicitation is declined (the
+/// answer its protocol has for a user who says no), no roots are exposed, and anything
+/// else (sampling) is refused with [`DECLINE`].
+fn reply(method: &str) -> Result<Value, &'static str> {
+    match method {
+        "elicitation/create" => Ok(json!({"action": "decline"})),
+        "roots/list" => Ok(json!({"roots": []})),
+        _ => Err(DECLINE),
     }
 }
 
@@ -612,14 +635,23 @@ fn run_blocking(options: &Options) -> ExitCode {
         let responder = Arc::clone(&responder);
         move || {
             for message in messages {
-                on_message(message, |id| {
+                on_message(message, |id, reply| {
                     if let Some(client) = &*lock(&responder) {
-                        let _ = client.respond_error(id, ErrorCode::METHOD_NOT_FOUND, DECLINE);
+                        let _ = match reply {
+                            Ok(result) => client.respond(id, result),
+                            Err(why) => client.respond_error(id, ErrorCode::METHOD_NOT_FOUND, why),
+                        };
                     }
                 });
             }
         }
     });
+    if lists_first(options, client.era()) {
+        let left = options.timeout.saturating_sub(started.elapsed());
+        if let Err(e) = client.call_timeout("tools/list", None, left) {
+            eprintln!("{PROG}: tools/list before the call failed: {e}");
+        }
+    }
     let left = options.timeout.saturating_sub(started.elapsed());
     let (method, params) = request(options);
     let result = client.call_timeout(method, params, left);
@@ -653,14 +685,22 @@ async fn run(options: &Options) -> ExitCode {
         let responder = Arc::clone(&responder);
         async move {
             while let Some(message) = messages.recv().await {
-                on_message(message, |id| {
+                on_message(message, |id, reply| {
                     if let Some(client) = &*lock(&responder) {
-                        let _ = client.respond_error(id, ErrorCode::METHOD_NOT_FOUND, DECLINE);
+                        let _ = match reply {
+                            Ok(result) => client.respond(id, result),
+                            Err(why) => client.respond_error(id, ErrorCode::METHOD_NOT_FOUND, why),
+                        };
                     }
                 });
             }
         }
     });
+    if lists_first(options, client.era())
+        && let Err(e) = client.call("tools/list", None).await
+    {
+        eprintln!("{PROG}: tools/list before the call failed: {e}");
+    }
     let (method, params) = request(options);
     let result = client.call(method, params).await;
     lock(&responder).take();

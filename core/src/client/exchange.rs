@@ -181,6 +181,12 @@ impl Client {
         let Some(read) = read.filter(|_| method == "tools/call") else {
             return Ok(Vec::new());
         };
+        if let Some(name) = read.name.as_deref().filter(|n| self.dropped.contains(*n)) {
+            return Err(RequestError::Unsendable(format!(
+                "the tool {name:?} was listed with invalid x-mcp-header annotations, so its \
+                 calls cannot carry the headers they must (MODERN-7)"
+            )));
+        }
         let Some(mirrors) = read.name.as_deref().and_then(|n| self.mirrors.get(n)) else {
             return Ok(Vec::new());
         };
@@ -553,10 +559,12 @@ impl Client {
             match crate::mirror::Mirrors::from_input_schema(schema) {
                 Ok(mirrors) => {
                     self.mirrors.insert(name, mirrors);
+                    self.dropped.remove(name);
                     true
                 }
                 Err(error) => {
                     self.mirrors.remove(name);
+                    self.dropped.insert(name.to_owned());
                     dropped.push((name.to_owned(), error.to_string()));
                     false
                 }

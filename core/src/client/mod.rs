@@ -189,6 +189,9 @@ pub struct Client {
     /// The `x-mcp-header` mirrors of the tools the server listed (MODERN-7), for the
     /// `Mcp-Param-*` headers of sessionless `tools/call`s.
     mirrors: crate::mirror::ToolMirrors,
+    /// The tools dropped from a listing for invalid annotations: their calls are
+    /// refused here, since they could not carry the headers they must (MODERN-7).
+    dropped: BTreeSet<String>,
     /// Multi round-trip calls waiting for the application's input (MODERN-23).
     rounds: rounds::Rounds,
     /// What the application sent before the handshake ended, in order.
@@ -242,6 +245,7 @@ impl Client {
             probe: None,
             meta: String::new(),
             mirrors: crate::mirror::ToolMirrors::new(),
+            dropped: BTreeSet::new(),
             rounds: rounds::Rounds::default(),
             pending,
             waiting: VecDeque::new(),
