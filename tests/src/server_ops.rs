@@ -1255,6 +1255,33 @@ pub fn run(setup: &Setup, ops: &[Op]) -> Result<(), String> {
     run_counted(setup, ops).map(|_| ())
 }
 
+/// What `runs` scenarios reach together, each drawn from a fixed xorshift stream seeded
+/// with `seed` (inputs up to 2 KiB, as the fuzz target's): what the coverage tests
+/// assert, so that the model's checks cannot pass by never being reached.
+///
+/// # Panics
+/// On the first run whose checks fail, with its error.
+pub fn coverage_over(seed: u64, runs: usize) -> Coverage {
+    let mut state = seed;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut total = Coverage::default();
+    for _ in 0..runs {
+        let len = (next() % 2048) as usize;
+        let data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        let (setup, ops) = scenario(&data);
+        match run_counted(&setup, &ops) {
+            Ok(coverage) => total.add(&coverage),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    total
+}
+
 /// [`run`], also saying what the run reached.
 ///
 /// # Errors

@@ -58,6 +58,14 @@ fn connect(eras: Eras, config: client::Config) -> Pair {
     p
 }
 
+/// The error a request of the application's failed with, if it failed.
+fn failure(p: &Pair, id: &mcpwire::jsonrpc::RequestId) -> Option<client::RequestError> {
+    p.client_events.iter().find_map(|e| match e {
+        Event::Failed { id: i, error } if i == id => Some(error.clone()),
+        _ => None,
+    })
+}
+
 fn auto() -> client::Config {
     client::Config::new(Pair::endpoint())
 }
@@ -216,10 +224,11 @@ fn modern_18_an_unknown_result_type_fails_the_request() {
     let result = RawJson::new(r#"{"resultType":"eventually","tools":[]}"#).unwrap();
     p.server.respond(p.now, request.handle(), &result).unwrap();
     p.run();
-    let failed = p.client_events.iter().any(|e| {
-        matches!(e, Event::Failed { id: i, error: client::RequestError::BadResponse(_) } if *i == id)
-    });
-    assert!(failed, "{:?}", p.client_events);
+    assert!(
+        matches!(failure(&p, &id), Some(client::RequestError::BadResponse(_))),
+        "{:?}",
+        p.client_events
+    );
 }
 
 #[test]
@@ -314,10 +323,11 @@ fn modern_7_tools_with_invalid_annotations_are_dropped_and_the_application_told(
         .unwrap();
     p.run();
     assert_eq!(p.requests.len(), sent);
-    let refused = p.client_events.iter().any(|e| {
-        matches!(e, Event::Failed { id: i, error: client::RequestError::Unsendable(_) } if *i == id)
-    });
-    assert!(refused, "{:?}", p.client_events);
+    assert!(
+        matches!(failure(&p, &id), Some(client::RequestError::Unsendable(_))),
+        "{:?}",
+        p.client_events
+    );
 }
 
 #[test]
@@ -362,10 +372,11 @@ fn modern_7_an_argument_no_header_can_carry_fails_the_call_unsent() {
         .unwrap();
     p.run();
     assert_eq!(p.requests.len(), sent, "nothing is sent");
-    let failed = p.client_events.iter().any(|e| {
-        matches!(e, Event::Failed { id: i, error: client::RequestError::Unsendable(_) } if *i == id)
-    });
-    assert!(failed, "{:?}", p.client_events);
+    assert!(
+        matches!(failure(&p, &id), Some(client::RequestError::Unsendable(_))),
+        "{:?}",
+        p.client_events
+    );
 }
 
 /// Calls `tool` and answers the call's first round with `result` (an
@@ -483,10 +494,11 @@ fn modern_23_rounds_are_bounded() {
         p.server.respond(p.now, retry.handle(), &result).unwrap();
         p.run();
     }
-    let failed = p.client_events.iter().any(|e| {
-        matches!(e, Event::Failed { id: i, error: client::RequestError::BadResponse(_) } if *i == id)
-    });
-    assert!(failed, "{:?}", p.client_events);
+    assert!(
+        matches!(failure(&p, &id), Some(client::RequestError::BadResponse(_))),
+        "{:?}",
+        p.client_events
+    );
     assert!(p.client.is_idle(), "{:?}", p.client);
 }
 
@@ -505,10 +517,14 @@ fn modern_23_an_input_refused_fails_the_call_and_a_cancel_while_asking_is_local(
         )
         .unwrap();
     p.run();
-    let failed = p.client_events.iter().any(|e| {
-        matches!(e, Event::Failed { id: i, error: client::RequestError::InputRefused { .. } } if *i == id)
-    });
-    assert!(failed, "{:?}", p.client_events);
+    assert!(
+        matches!(
+            failure(&p, &id),
+            Some(client::RequestError::InputRefused { .. })
+        ),
+        "{:?}",
+        p.client_events
+    );
     // Cancelled while the application is asked: nothing goes to the server, and a late
     // answer goes nowhere.
     let id = call_answered(&mut p, "echo_state", ASKS);

@@ -6,27 +6,11 @@
 //! tool with `Mcp-Param-*` mirrors both passing and failing their check (MODERN-7). Without this the
 //! model's modern checks could pass by never being reached.
 
-use mcpwire_tests::server_ops::{self, Coverage};
+use mcpwire_tests::server_ops;
 
 #[test]
 fn server_ops_reach_the_2026_revision() {
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let mut total = Coverage::default();
-    for _ in 0..300 {
-        let len = (next() % 2048) as usize;
-        let data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-        let (setup, ops) = server_ops::scenario(&data);
-        match server_ops::run_counted(&setup, &ops) {
-            Ok(coverage) => total.add(&coverage),
-            Err(e) => panic!("{e}"),
-        }
-    }
+    let total = server_ops::coverage_over(0x9e37_79b9_7f4a_7c15_u64, 300);
     let c = &total;
     for (what, n) in [
         ("2026-07-28 requests", c.modern_requests),

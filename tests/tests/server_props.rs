@@ -8,7 +8,7 @@
 use mcpwire::jsonrpc::RawJson;
 use mcpwire::server::{Config, Delivery, Event, ResponseMode, SessionMode};
 use mcpwire_tests::server::Harness;
-use mcpwire_tests::server_ops::{self, Coverage, Setup};
+use mcpwire_tests::server_ops::{self, Setup};
 use proptest::prelude::*;
 
 proptest! {
@@ -45,23 +45,7 @@ proptest! {
 /// Without this, the properties above could pass by never reaching what they check.
 #[test]
 fn server_ops_reach_sessions_streams_resumes_and_expiry() {
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let mut total = Coverage::default();
-    for _ in 0..300 {
-        let len = (next() % 2048) as usize;
-        let data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-        let (setup, ops) = server_ops::scenario(&data);
-        match server_ops::run_counted(&setup, &ops) {
-            Ok(coverage) => total.add(&coverage),
-            Err(e) => panic!("{e}"),
-        }
-    }
+    let total = server_ops::coverage_over(0x2545_f491_4f6c_dd1d_u64, 300);
     let c = &total;
     for (what, n) in [
         ("sessions", c.sessions),
