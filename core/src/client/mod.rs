@@ -1,6 +1,7 @@
-//! The sans-IO client: the mirror of [`server`](crate::server). It makes the HTTP
-//! requests of an MCP session, reads their responses, correlates every response with its
-//! request, resumes broken streams, and falls back to the legacy transport, with no IO.
+//! The sans-IO client: the mirror of [`server`](crate::server). It finds the best revision
+//! a server offers, makes the HTTP requests of that era, reads their responses, correlates
+//! every response with its request, resumes broken streams, and falls back to the legacy
+//! transport, with no IO.
 //!
 //! ```text
 //! client.connect(now)                         the handshake starts
@@ -16,14 +17,29 @@
 //!
 //! # Decisions
 //!
-//! - **Handshake**: `initialize` with the configured revision, then
-//!   `notifications/initialized`; [`Event::Connected`] carries the negotiated revision.
-//!   Messages the application sends before that wait (bounded by the pending limit) and
-//!   go out in order once connected (JSONRPC-9).
+//! - **Era** ([`Revision`], MODERN-15, MODERN-26): by default `server/discover` at
+//!   2026-07-28 first; the sessionless revision is kept on positive modern evidence only
+//!   (a `DiscoverResult`, -32020/-32021/-32022 in the body under any status, -32601 under
+//!   404), else `initialize` at the best revision the server listed, else the legacy
+//!   fallback below. A configuration can pin a revision or an era;
+//!   [`Client::negotiated`] says what was settled, to hand back next time.
+//! - **Handshake** (session eras): `initialize`, then `notifications/initialized`;
+//!   [`Event::Connected`] carries the negotiated revision and era. Messages the
+//!   application sends before that wait (bounded by the pending limit) and go out in
+//!   order once connected (JSONRPC-9).
+//! - **Sessionless requests** (MODERN-3…8): each carries the protocol members of `_meta`
+//!   spliced into its params, `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, and for a
+//!   tool whose listed schema mirrors arguments its `Mcp-Param-*` headers (a tool with
+//!   invalid annotations is dropped from `tools/list` results and its calls refused:
+//!   [`Event::ToolDropped`]). An error answered with a status is the request's answer; an
+//!   unknown `resultType` fails it (MODERN-18); cancelling closes its response
+//!   (MODERN-11). An `input_required` answer's input requests reach the application as
+//!   [`Event::Request`]s, answered with [`Client::respond`], and the call is asked again
+//!   under a new id, its answer coming under the application's (MODERN-23).
 //! - **Headers**: every POST carries `Accept: application/json, text/event-stream` and
 //!   `Content-Type: application/json` (HTTP-POST-3); every request after the handshake
-//!   carries `Mcp-Session-Id` (SESSION-5) and `MCP-Protocol-Version` (VERSION-1). A
-//!   session id that is not visible ASCII fails the handshake (SESSION-3).
+//!   carries its session's `Mcp-Session-Id` (SESSION-5) and `MCP-Protocol-Version`
+//!   (VERSION-1). A session id that is not visible ASCII fails the handshake (SESSION-3).
 //! - **Responses**: a JSON body or an SSE stream, by `Content-Type` (HTTP-POST-7); every
 //!   response is matched by id alone, whatever stream carried it (§14.11), and a second
 //!   response to one id is dropped, so the application never sees one twice.
