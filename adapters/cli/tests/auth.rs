@@ -92,13 +92,14 @@ fn sec_5_sec_6_mcpwire_call_sends_its_header_on_every_request_and_reports_a_refu
             ),
             "{client}: {stderr}"
         );
-        // server/discover and tools/call at 2026-07-28 (no session to delete); at
+        // server/discover, tools/list (the call's mirrors) and tools/call at 2026-07-28
+        // (no session to delete); at
         // 2025-11-25 initialize, notifications/initialized, tools/call, then the DELETE.
         // (The standalone GET stream opens beside the call and may not reach the server
         // before a quick call ends; every request that did reach it carried the token.
         // The core's `sec_5_configured_headers_…` test checks the GET's headers
         // deterministically.)
-        for (revision, posts, delete) in [("auto", 2, false), ("2025-11-25", 3, true)] {
+        for (revision, posts, delete) in [("auto", 3, false), ("2025-11-25", 3, true)] {
             server.seen.lock().unwrap().clear();
             let with_token: Vec<&str> = flags
                 .iter()
