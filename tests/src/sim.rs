@@ -1515,7 +1515,10 @@ impl Sim {
             client::Event::Connected { version, .. } => {
                 self.log(|| format!("client {i}: connected {version}"));
             }
-            client::Event::ConnectFailed(error) => {
+            client::Event::Reconnected { version, .. } => {
+                self.log(|| format!("client {i}: reconnected {version}"));
+            }
+            client::Event::ConnectFailed(error) | client::Event::ReconnectFailed(error) => {
                 self.log(|| format!("client {i}: connect failed: {error}"));
                 let inc = &self.incs[i];
                 if !inc.touched(self.t0, now) {

@@ -4,9 +4,10 @@
 //!
 //! The adapter moves bytes and time, and nothing else: the core's requests go out as
 //! ureq requests, their response heads, body chunks, ends and failures go back into the
-//! core, its deadlines drive one timer thread, and its events become the answers of
-//! [`McpClient::call`] and the messages on the receiver [`McpClient::connect`] returns.
-//! The handshake and its timeout ([`Config::with_connect_timeout`]), resumes after a
+//! core, its deadlines drive one timer thread, and what the core decided is handed out by
+//! the table of callers both adapters share ([`mcpwire::client::Calls`]): each call's
+//! progress and result to its [`Call`], the server's own messages to the receiver
+//! [`McpClient::connect`] returns. The revision's negotiation, the handshake and its timeout ([`Config::with_connect_timeout`]), resumes after a
 //! `retry` with `Last-Event-ID`, re-initialization after a 404, and the legacy fallback
 //! all happen inside the core; what the application must react to (an expired session,
 //! a re-initialization, a GET stream that could not be resumed) comes on that receiver
@@ -22,9 +23,15 @@
 //! let config = Config::new("http://127.0.0.1:8080/mcp".parse()?);
 //! // The operating system's generator, for the jitter of reconnection delays.
 //! let (client, _messages) = McpClient::connect(config, Box::new(mcpwire::OsEntropy))?;
-//! let params = json!({"name": "echo", "arguments": {"text": "hi"}});
-//! let result = client.call("tools/call", Some(params))?;
+//! println!("speaking {} ({})", client.version(), client.era());
+//! let result = client.call_tool("echo", json!({"text": "hi"}))?;
 //! println!("{result}");
+//! // Progress comes to the call it belongs to.
+//! let mut call = client.start_tool_call("slow_count", json!({"n": 3}), None)?;
+//! while let Some(step) = call.progress() {
+//!     println!("{} of {:?}", step.progress, step.total);
+//! }
+//! println!("{}", call.result()?);
 //! client.close();
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -79,53 +86,14 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mcpwire::Entropy;
-use mcpwire::client::{Client, ClientError, Config, Event, ExchangeId, RequestError, Transmit};
-use mcpwire::jsonrpc::{Envelope, Message, RawJson, RequestId};
+use mcpwire::client::{
+    CallUpdate, Calls, Client, Config, Delivery, ExchangeId, RequestError, Transmit,
+};
+use mcpwire::jsonrpc::RequestId;
 use mcpwire::{Era, ProtocolVersion};
 use serde_json::Value;
 
-/// Why a call got no result.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum CallError {
-    /// The server answered with a JSON-RPC error.
-    Rpc {
-        /// The code.
-        code: i64,
-        /// The message.
-        message: String,
-    },
-    /// No answer (a lost stream, an expired session, a timeout, …).
-    Request(RequestError),
-    /// The core did not take the request (too many in flight, not encodable).
-    Refused(ClientError),
-    /// The client is not connected or was closed.
-    Closed,
-}
-
-impl std::fmt::Display for CallError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Rpc { code, message } => write!(f, "error {code}: {message}"),
-            Self::Request(e) => e.fmt(f),
-            Self::Refused(e) => e.fmt(f),
-            Self::Closed => f.write_str("the client is closed"),
-        }
-    }
-}
-
-impl std::error::Error for CallError {}
-
-impl From<ClientError> for CallError {
-    fn from(e: ClientError) -> Self {
-        match e {
-            ClientError::NotConnected => Self::Closed,
-            e => Self::Refused(e),
-        }
-    }
-}
-
-pub use mcpwire::client::ServerMessage;
+pub use mcpwire::client::{CallError, Progress, ServerMessage};
 
 /// How the adapter runs its exchanges.
 #[derive(Clone, Debug)]
@@ -214,8 +182,9 @@ impl ClientOptions {
     }
 }
 
-type Waiter = SyncSender<Result<Envelope, CallError>>;
-/// The outcome of the first handshake (the negotiated revision is in `State`).
+/// Where one call's progress and outcome go.
+type Updates = Sender<CallUpdate>;
+/// The outcome of the first handshake (the negotiated revision is in the calls).
 type Connected = SyncSender<Result<(), RequestError>>;
 
 /// One exchange thread's handle, for an abort.
@@ -227,16 +196,12 @@ struct Running {
 
 /// Everything under the lock.
 struct State {
-    core: Client,
-    waiters: HashMap<RequestId, Waiter>,
+    calls: Calls<Updates>,
     messages: Sender<ServerMessage>,
     connected: Option<Connected>,
-    /// What the latest handshake negotiated; set before the handshake is reported.
-    negotiated: (ProtocolVersion, Era),
     running: HashMap<ExchangeId, Running>,
     /// Requests waiting for a free exchange thread.
     queued: VecDeque<(ExchangeId, http::request::Parts, Bytes)>,
-    closed: bool,
     stopped: bool,
 }
 
@@ -282,7 +247,7 @@ impl Shared {
     /// Moves the core's events to their receivers and its transmits into `Work`.
     fn pump(&self, state: &mut State) -> Work {
         let mut work = Work::default();
-        while let Some(t) = state.core.poll_transmit() {
+        while let Some(t) = state.calls.core().poll_transmit() {
             match t {
                 Transmit::Request {
                     exchange,
@@ -321,9 +286,25 @@ impl Shared {
                 aborted,
             });
         }
-        while let Some(event) = state.core.poll_event() {
-            dispatch(state, event);
-        }
+        let State {
+            calls,
+            messages,
+            connected,
+            ..
+        } = state;
+        calls.pump(|delivery| match delivery {
+            Delivery::Call(to, update) => {
+                let _ = to.send(update);
+            }
+            Delivery::Message(m) => {
+                let _ = messages.send(m);
+            }
+            Delivery::Connected(outcome) => {
+                if let Some(tx) = connected.take() {
+                    let _ = tx.try_send(outcome);
+                }
+            }
+        });
         work
     }
 
@@ -355,7 +336,7 @@ impl Shared {
             if aborted.load(Ordering::SeqCst) {
                 return;
             }
-            let core = &mut state.core;
+            let core = state.calls.core();
             match r {
                 Report::Head(head) => core.handle_head(now, x, head),
                 Report::Body(chunk) => core.handle_body(now, x, chunk),
@@ -369,67 +350,6 @@ impl Shared {
                 }
             }
         });
-    }
-}
-
-/// An event of the core, to the one waiting for it.
-fn dispatch(state: &mut State, event: Event) {
-    match event {
-        // The first handshake's outcome goes to `connect`; a later one is a
-        // re-initialization's, after `SessionExpired`.
-        Event::Connected { version, era, .. } => {
-            state.negotiated = (version, era);
-            match state.connected.take() {
-                Some(tx) => {
-                    let _ = tx.try_send(Ok(()));
-                }
-                None => {
-                    let _ = state
-                        .messages
-                        .send(ServerMessage::reconnected(version, era));
-                }
-            }
-        }
-        Event::ConnectFailed(e) => match state.connected.take() {
-            Some(tx) => {
-                let _ = tx.try_send(Err(e));
-            }
-            None => {
-                let _ = state.messages.send(ServerMessage::ReconnectFailed(e));
-            }
-        },
-        Event::SessionExpired => {
-            let _ = state.messages.send(ServerMessage::SessionExpired);
-        }
-        Event::StreamReset { error } => {
-            let _ = state.messages.send(ServerMessage::StreamReset(error));
-        }
-        Event::Response(m) => {
-            if let Some(tx) = m.id().and_then(|id| state.waiters.remove(id)) {
-                let _ = tx.try_send(Ok(m));
-            }
-        }
-        Event::Failed { id, error } => {
-            if let Some(tx) = state.waiters.remove(&id) {
-                let _ = tx.try_send(Err(CallError::Request(error)));
-            }
-        }
-        Event::Notification(m) => {
-            let _ = state.messages.send(ServerMessage::Notification(m));
-        }
-        Event::Request(m) => {
-            let _ = state.messages.send(ServerMessage::Request(m));
-        }
-        Event::Closed => {
-            state.closed = true;
-            if let Some(tx) = state.connected.take() {
-                let _ = tx.try_send(Err(RequestError::Closed));
-            }
-            for (_, tx) in state.waiters.drain() {
-                let _ = tx.try_send(Err(CallError::Closed));
-            }
-        }
-        _ => {}
     }
 }
 
@@ -491,9 +411,9 @@ fn timer(shared: &Arc<Shared>) {
             return;
         }
         let now = Instant::now();
-        match state.core.poll_timeout() {
+        match state.calls.core().poll_timeout() {
             Some(at) if at <= now => {
-                state.core.handle_timeout(now);
+                state.calls.core().handle_timeout(now);
                 let work = shared.pump(&mut state);
                 drop(state);
                 shared.changed.notify_all();
@@ -526,11 +446,10 @@ impl Drop for Guard {
         let agents: Vec<ureq::Agent> = {
             let mut state = shared.lock();
             state.stopped = true;
-            if !state.closed {
-                state.core.close(Instant::now());
-            }
+            let core = state.calls.core();
+            core.close(Instant::now());
             // Whatever the close transmits now goes unsent: nothing drives it any more.
-            let _ = std::iter::from_fn(|| state.core.poll_transmit()).count();
+            let _ = std::iter::from_fn(|| core.poll_transmit()).count();
             state.queued.clear();
             // The receiver ends now, after what was already sent, even while threads
             // that still hold `shared` wind down.
@@ -610,15 +529,11 @@ impl McpClient {
         let (connected_tx, connected_rx) = mpsc::sync_channel(1);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                core: Client::new(config, entropy),
-                waiters: HashMap::new(),
+                calls: Calls::new(Client::new(config, entropy)),
                 messages,
                 connected: Some(connected_tx),
-                // Replaced by `dispatch` before `connected` reports the handshake.
-                negotiated: (ProtocolVersion::LATEST_WITH_INITIALIZE, Era::Sessions),
                 running: HashMap::new(),
                 queued: VecDeque::new(),
-                closed: false,
                 stopped: false,
             }),
             changed: Condvar::new(),
@@ -632,7 +547,7 @@ impl McpClient {
             .name("mcpwire-client-timer".into())
             .spawn(move || timer(&timer_shared))
             .map_err(|e| RequestError::BadResponse(format!("no timer thread: {e}")))?;
-        shared.with(|state, now| state.core.connect(now));
+        shared.with(|state, now| state.calls.core().connect(now));
         match connected_rx.recv() {
             Ok(Ok(())) => Ok((
                 Self {
@@ -649,12 +564,20 @@ impl McpClient {
     /// The negotiated revision: the handshake's of [`connect`](Self::connect), or, after
     /// a re-initialization, the one [`ServerMessage::Reconnected`] reported.
     pub fn version(&self) -> ProtocolVersion {
-        self.shared.lock().negotiated.0
+        self.negotiated().0
     }
 
     /// The transport in use (as [`version`](Self::version), the latest handshake's).
     pub fn era(&self) -> Era {
-        self.shared.lock().negotiated.1
+        self.negotiated().1
+    }
+
+    fn negotiated(&self) -> (ProtocolVersion, Era) {
+        self.shared
+            .lock()
+            .calls
+            .negotiated()
+            .unwrap_or((ProtocolVersion::LATEST, Era::Sessionless))
     }
 
     /// Sets the header `name` of every later request to `value`, or removes it (`None`):
@@ -663,13 +586,18 @@ impl McpClient {
     /// request from the start go in the [`Config`] ([`Config::with_header`]); see
     /// [`Client::set_header`] for what stays the transport's.
     pub fn set_header(&self, name: http::HeaderName, value: Option<http::HeaderValue>) {
-        self.shared.lock().core.set_header(name, value);
+        self.shared.lock().calls.core().set_header(name, value);
     }
 
     /// The `Mcp-Session-Id` the server issued, if any (it changes after a
     /// re-initialization).
     pub fn session_id(&self) -> Option<String> {
-        self.shared.lock().core.session_id().map(str::to_owned)
+        self.shared
+            .lock()
+            .calls
+            .core()
+            .session_id()
+            .map(str::to_owned)
     }
 
     /// Sends a request and blocks until its result.
@@ -677,11 +605,11 @@ impl McpClient {
     /// # Errors
     /// [`CallError`].
     pub fn call(&self, method: &str, params: Option<Value>) -> Result<Value, CallError> {
-        self.call_until(method, params, None)
+        self.start_call(method, params, None)?.result()
     }
 
-    /// [`call`](Self::call), failing with [`RequestError::Timeout`] after `timeout`
-    /// (the core then sends `notifications/cancelled`).
+    /// [`call`](Self::call), failing with [`RequestError::Timeout`] after `timeout` (the
+    /// server is told: `notifications/cancelled`, or at 2026-07-28 the response closed).
     ///
     /// # Errors
     /// [`CallError`].
@@ -691,39 +619,61 @@ impl McpClient {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        self.call_until(method, params, Some(Instant::now() + timeout))
+        self.start_call(method, params, Some(timeout))?.result()
     }
 
-    fn call_until(
+    /// Calls the tool `name` with `arguments` and blocks until its result (its progress
+    /// is dropped: [`start_tool_call`](Self::start_tool_call) hands it out).
+    ///
+    /// # Errors
+    /// [`CallError`]; a tool's own failure is a result with `isError`.
+    pub fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, CallError> {
+        self.start_tool_call(name, arguments, None)?.result()
+    }
+
+    /// Sends a request, failing after `timeout` if given; the [`Call`] yields its result.
+    ///
+    /// # Errors
+    /// The core's refusal: [`CallError::Refused`], [`CallError::Closed`].
+    pub fn start_call(
         &self,
         method: &str,
         params: Option<Value>,
-        deadline: Option<Instant>,
-    ) -> Result<Value, CallError> {
-        let text = params.map(|p| p.to_string());
-        let raw = match &text {
-            Some(t) => Some(RawJson::new(t).map_err(|_| CallError::Closed)?),
-            None => None,
-        };
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.shared.with(|state, now| {
-            let id = state
-                .core
-                .request(now, method, raw.as_ref().map(|r| r as _), deadline)?;
-            state.waiters.insert(id, tx);
-            Ok::<_, CallError>(())
+        timeout: Option<Duration>,
+    ) -> Result<Call, CallError> {
+        let (tx, rx) = mpsc::channel();
+        let id = self.shared.with(|state, now| {
+            let deadline = timeout.map(|t| now + t);
+            state.calls.call(now, method, params.as_ref(), deadline, tx)
         })?;
-        let envelope = rx.recv().map_err(|_| CallError::Closed)??;
-        // The core classified the answer already: a result (parsed here) or an error.
-        match envelope.message() {
-            Message::Response(r) => {
-                serde_json::from_str(r.result.as_str()).map_err(|_| CallError::Closed)
-            }
-            Message::Error(e) => Err(CallError::Rpc {
-                code: e.error.code.0,
-                message: e.error.message.into_owned(),
-            }),
-            Message::Request(_) | Message::Notification(_) => Err(CallError::Closed),
+        Ok(self.handle(id, rx))
+    }
+
+    /// Calls the tool `name` with `arguments` under a progress token of its own: the
+    /// [`Call`] yields the server's progress for it, then its result.
+    ///
+    /// # Errors
+    /// As [`start_call`](Self::start_call).
+    pub fn start_tool_call(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Call, CallError> {
+        let (tx, rx) = mpsc::channel();
+        let id = self.shared.with(|state, now| {
+            let deadline = timeout.map(|t| now + t);
+            state.calls.call_tool(now, name, arguments, deadline, tx)
+        })?;
+        Ok(self.handle(id, rx))
+    }
+
+    fn handle(&self, id: RequestId, updates: Receiver<CallUpdate>) -> Call {
+        Call {
+            id,
+            updates,
+            outcome: Outcome::Waiting,
+            shared: Arc::clone(&self.shared),
         }
     }
 
@@ -732,33 +682,24 @@ impl McpClient {
     /// # Errors
     /// [`CallError::Closed`] once closed; [`CallError::Refused`].
     pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), CallError> {
-        let text = params.map(|p| p.to_string());
-        let raw = match &text {
-            Some(t) => Some(RawJson::new(t).map_err(|_| CallError::Closed)?),
-            None => None,
-        };
         self.shared
-            .with(|state, now| state.core.notify(now, method, raw.as_ref().map(|r| r as _)))
-            .map_err(CallError::from)
+            .with(|state, now| state.calls.notify(now, method, params.as_ref()))
     }
 
-    /// Answers a server→client request.
+    /// Answers a server→client request ([`ServerMessage::Request`]).
     ///
     /// # Errors
-    /// [`CallError::Closed`] once closed; [`CallError::Refused`].
+    /// As [`notify`](Self::notify).
     pub fn respond(&self, id: &RequestId, result: Value) -> Result<(), CallError> {
-        let text = result.to_string();
-        let raw = RawJson::new(&text).map_err(|_| CallError::Closed)?;
         self.shared
-            .with(|state, now| state.core.respond(now, id, &raw))
-            .map_err(CallError::from)
+            .with(|state, now| state.calls.respond(now, id, &result))
     }
 
     /// Answers a server→client request ([`ServerMessage::Request`]) with a JSON-RPC error:
     /// one the application does not serve (-32601), or cannot do now.
     ///
     /// # Errors
-    /// As [`respond`](Self::respond).
+    /// As [`notify`](Self::notify).
     pub fn respond_error(
         &self,
         id: &RequestId,
@@ -766,17 +707,16 @@ impl McpClient {
         message: &str,
     ) -> Result<(), CallError> {
         self.shared
-            .with(|state, now| state.core.respond_error(now, id, code, message))
-            .map_err(CallError::from)
+            .with(|state, now| state.calls.respond_error(now, id, code, message))
     }
 
     /// Ends the session (DELETE, when the server issued one) and waits, at most 2 s,
     /// for the core to let go of every exchange.
     pub fn close(self) {
-        self.shared.with(|state, now| state.core.close(now));
+        self.shared.with(|state, now| state.calls.core().close(now));
         let deadline = Instant::now() + Duration::from_secs(2);
         let mut state = self.shared.lock();
-        while !state.core.is_idle() {
+        while !state.calls.core().is_idle() {
             let now = Instant::now();
             if now >= deadline {
                 return;
@@ -787,6 +727,83 @@ impl McpClient {
                 .wait_timeout(state, deadline - now)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
+        }
+    }
+}
+
+/// Where a [`Call`] is.
+enum Outcome {
+    Waiting,
+    Ready(Result<Value, CallError>),
+    Taken,
+}
+
+/// A request in flight: its progress (for a tool call, [`McpClient::start_tool_call`]),
+/// then its result. Dropping it before the result gives the call up: the server is told
+/// (at 2026-07-28 by closing the call's response, MODERN-11; else with
+/// `notifications/cancelled`), and nothing more of it is read.
+pub struct Call {
+    id: RequestId,
+    updates: Receiver<CallUpdate>,
+    outcome: Outcome,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Call {
+    /// The request's id.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// Blocks for the next progress notification of this call, in the order the server
+    /// sent them; `None` once the call has ended (its result is then ready for
+    /// [`result`](Self::result)).
+    pub fn progress(&mut self) -> Option<Progress> {
+        if !matches!(self.outcome, Outcome::Waiting) {
+            return None;
+        }
+        match self.updates.recv() {
+            Ok(CallUpdate::Progress(p)) => Some(p),
+            Ok(CallUpdate::Done(r)) => {
+                self.outcome = Outcome::Ready(r);
+                None
+            }
+            Err(_) => {
+                self.outcome = Outcome::Ready(Err(CallError::Closed));
+                None
+            }
+        }
+    }
+
+    /// Blocks until the result, passing over progress not yet read.
+    ///
+    /// # Errors
+    /// [`CallError`].
+    pub fn result(mut self) -> Result<Value, CallError> {
+        while self.progress().is_some() {}
+        match std::mem::replace(&mut self.outcome, Outcome::Taken) {
+            Outcome::Ready(r) => r,
+            Outcome::Waiting | Outcome::Taken => Err(CallError::Closed),
+        }
+    }
+
+    /// Gives the call up (as dropping it does).
+    pub fn cancel(self) {}
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        if matches!(self.outcome, Outcome::Waiting) {
+            self.shared
+                .with(|state, now| state.calls.cancel(now, &self.id));
         }
     }
 }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpwire::client::{Config, RequestError, Revision};
+use mcpwire::client::{CallError, Config, Progress, RequestError, Revision};
 use mcpwire::jsonrpc::ErrorCode;
 use mcpwire::{Era, ProtocolVersion};
 use mcpwire_tokio::client::{ClientOptions, McpClient, ServerMessage};
@@ -297,22 +297,6 @@ fn config(options: &Options) -> Config {
         })
 }
 
-/// The request: `tools/call` of the tool with its arguments and a progress token, or
-/// `tools/list` without a tool.
-fn request(options: &Options) -> (&'static str, Option<Value>) {
-    match &options.tool {
-        Some(tool) => (
-            "tools/call",
-            Some(json!({
-                "name": tool,
-                "arguments": options.args,
-                "_meta": {"progressToken": "mcpwire-call"},
-            })),
-        ),
-        None => ("tools/list", None),
-    }
-}
-
 /// The error `mcpwire call` answers every server→client request with (-32601): it
 /// offers no capabilities, so a server should ask nothing (sampling, elicitation, roots),
 /// and one that asks gets an answer at once instead of waiting for ever. (A `ping` is
@@ -324,19 +308,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// What `mcpwire call` does with a server's message: prints progress, and `answer`s a
-/// request (a session-era server's, or a 2026-07-28 call's input request: MODERN-23)
-/// with [`reply`]; the rest it leaves.
+/// What `mcpwire call` does with a server's message: `answer`s a request (a
+/// session-era server's, or a 2026-07-28 call's input request: MODERN-23) with
+/// [`reply`], and says on stderr which listed tools the client dropped (MODERN-7); the
+/// rest it leaves (the call's own progress comes to the call).
 fn on_message(
     message: ServerMessage,
     answer: impl FnOnce(&mcpwire::jsonrpc::RequestId, Result<Value, &'static str>),
 ) {
     match message {
-        ServerMessage::Notification(n) => print_progress(&n),
         ServerMessage::Request(r) => {
             if let Some(id) = r.id() {
                 answer(id, reply(r.method().unwrap_or_default()));
             }
+        }
+        ServerMessage::ToolDropped { tool, reason } => {
+            eprintln!("{PROG}: the server's tool '{tool}' cannot be called: {reason}");
         }
         _ => {}
     }
@@ -353,19 +340,22 @@ fn reply(method: &str) -> Result<Value, &'static str> {
     }
 }
 
-/// Prints a progress notification on stderr.
-fn print_progress(n: &mcpwire::jsonrpc::Envelope) {
-    if n.method() == Some("notifications/progress") {
-        let params = n
-            .payload()
-            .map(|p| p.as_str().to_owned())
-            .unwrap_or_default();
-        eprintln!("{PROG}: progress {params}");
+/// Prints a progress notification of the call on stderr: its params, without the token
+/// the client chose.
+fn print_progress(progress: &Progress) {
+    let mut params: Value = progress
+        .notification
+        .payload()
+        .and_then(|p| serde_json::from_str(p.as_str()).ok())
+        .unwrap_or_default();
+    if let Some(params) = params.as_object_mut() {
+        params.remove("progressToken");
     }
+    eprintln!("{PROG}: progress {params}");
 }
 
 /// Prints the result (or the failure, with what to do about it); the exit status.
-fn outcome<E: Failure>(options: &Options, result: Result<Value, E>) -> ExitCode {
+fn outcome(options: &Options, result: Result<Value, CallError>) -> ExitCode {
     match result {
         Ok(value) => {
             println!("{value}");
@@ -393,7 +383,7 @@ fn cannot_connect(options: &Options, e: &RequestError) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// What either client's failure says, for [`advice`].
+/// What a failure says, for [`advice`]: a call's, or the handshake's.
 trait Failure: std::fmt::Display {
     /// The server's JSON-RPC error, `(code, message)`.
     fn rpc(&self) -> Option<(i64, &str)>;
@@ -411,26 +401,10 @@ impl Failure for RequestError {
     }
 }
 
-impl Failure for mcpwire_tokio::client::CallError {
+impl Failure for CallError {
     fn rpc(&self) -> Option<(i64, &str)> {
         match self {
-            Self::Rpc { code, message } => Some((*code, message)),
-            _ => None,
-        }
-    }
-
-    fn request(&self) -> Option<&RequestError> {
-        match self {
-            Self::Request(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl Failure for mcpwire_blocking::client::CallError {
-    fn rpc(&self) -> Option<(i64, &str)> {
-        match self {
-            Self::Rpc { code, message } => Some((*code, message)),
+            Self::Rpc { code, message, .. } => Some((*code, message)),
             _ => None,
         }
     }
@@ -653,11 +627,20 @@ fn run_blocking(options: &Options) -> ExitCode {
         }
     }
     let left = options.timeout.saturating_sub(started.elapsed());
-    let (method, params) = request(options);
-    let result = client.call_timeout(method, params, left);
+    let result = match &options.tool {
+        Some(tool) => client
+            .start_tool_call(tool, options.args.clone(), Some(left))
+            .and_then(|mut call| {
+                while let Some(step) = call.progress() {
+                    print_progress(&step);
+                }
+                call.result()
+            }),
+        None => client.call_timeout("tools/list", None, left),
+    };
     lock(&responder).take();
     client.close();
-    // The last progress step may arrive with the result: print it before the result.
+    // Ends once the client is gone, having answered what the server asked.
     let _ = printer.join();
     outcome(options, result)
 }
@@ -701,12 +684,21 @@ async fn run(options: &Options) -> ExitCode {
     {
         eprintln!("{PROG}: tools/list before the call failed: {e}");
     }
-    let (method, params) = request(options);
-    let result = client.call(method, params).await;
+    let result = match &options.tool {
+        Some(tool) => match client.start_tool_call(tool, options.args.clone(), None) {
+            Ok(mut call) => {
+                while let Some(step) = call.progress().await {
+                    print_progress(&step);
+                }
+                call.result().await
+            }
+            Err(e) => Err(e),
+        },
+        None => client.call("tools/list", None).await,
+    };
     lock(&responder).take();
     client.close().await;
-    // Ends once the client's driver has stopped, after every message the server sent
-    // before: the last progress step may arrive with the result.
+    // Ends once the client's driver has stopped, having answered what the server asked.
     let _ = printer.await;
     outcome(options, result)
 }

@@ -238,7 +238,7 @@ fn mcpwire_call_with(options: &[&str], url: &str, tool: &str, args: &Value) -> C
 /// The progress `mcpwire call` must print for `slow_count {n}`: every step, in order.
 fn steps(n: u32) -> Vec<Value> {
     (1..=n)
-        .map(|i| json!({"progressToken": "mcpwire-call", "progress": i, "total": n}))
+        .map(|i| json!({"progress": i, "total": n}))
         .collect()
 }
 

@@ -5,10 +5,12 @@
 //! Mozilla's roots built in (webpki-roots) unless [`ClientOptions::with_root_certificates`]
 //! names others.
 //!
-//! One driver task owns the core: it sends the core's requests, feeds it their response
-//! heads, bodies and failures, sleeps until its deadline, and turns its events into
-//! answers for [`McpClient::call`] and messages on the receiver [`McpClient::connect`]
-//! returns. Resumes, re-initialization, the legacy fallback and the handshake's timeout
+//! One driver task owns the core (with the table of callers both adapters share,
+//! [`mcpwire::client::Calls`]): it sends the core's requests, feeds it their response
+//! heads, bodies and failures, sleeps until its deadline, and hands out what the core
+//! decided: each call's progress and result to its [`Call`], the server's own messages to
+//! the receiver [`McpClient::connect`] returns. The revision's negotiation, resumes,
+//! re-initialization, the legacy fallback and the handshake's timeout
 //! ([`Config::with_connect_timeout`]) happen inside the core; what the application must
 //! react to (an expired session, a re-initialization, a GET stream that could not be
 //! resumed) comes on that receiver too, as [`ServerMessage`]s.
@@ -24,9 +26,15 @@
 //! let config = Config::new("http://127.0.0.1:8080/mcp".parse()?);
 //! // The operating system's generator, for the jitter of reconnection delays.
 //! let (client, _messages) = McpClient::connect(config, Box::new(mcpwire::OsEntropy)).await?;
-//! let params = json!({"name": "echo", "arguments": {"text": "hi"}});
-//! let result = client.call("tools/call", Some(params)).await?;
+//! println!("speaking {} ({})", client.version(), client.era());
+//! let result = client.call_tool("echo", json!({"text": "hi"})).await?;
 //! println!("{result}");
+//! // Progress comes to the call it belongs to.
+//! let mut call = client.start_tool_call("slow_count", json!({"n": 3}), None)?;
+//! while let Some(step) = call.progress().await {
+//!     println!("{} of {:?}", step.progress, step.total);
+//! }
+//! println!("{}", call.result().await?);
 //! client.close().await;
 //! # Ok(())
 //! # }
@@ -34,7 +42,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -44,59 +52,32 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use mcpwire::Entropy;
 use mcpwire::Era;
 use mcpwire::ProtocolVersion;
-use mcpwire::client::{Client, Config, Event, ExchangeId, RequestError, Transmit};
-use mcpwire::jsonrpc::{Envelope, Message, RawJson, RequestId};
+use mcpwire::client::{
+    CallUpdate, Calls, Client, Config, Delivery, ExchangeId, RequestError, Transmit,
+};
+use mcpwire::jsonrpc::RequestId;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-/// Why a call got no result.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum CallError {
-    /// The server answered with a JSON-RPC error.
-    Rpc {
-        /// The code.
-        code: i64,
-        /// The message.
-        message: String,
-    },
-    /// No answer (a lost stream, an expired session, a timeout, …).
-    Request(RequestError),
-    /// The client is not connected or was closed.
-    Closed,
-}
+pub use mcpwire::client::{CallError, Progress, ServerMessage};
 
-impl std::fmt::Display for CallError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Rpc { code, message } => write!(f, "error {code}: {message}"),
-            Self::Request(e) => e.fmt(f),
-            Self::Closed => f.write_str("the client is closed"),
-        }
-    }
-}
-
-impl std::error::Error for CallError {}
-
-pub use mcpwire::client::ServerMessage;
-
-type Waiter = oneshot::Sender<Result<Envelope, CallError>>;
+/// Where one call's progress and outcome go.
+type Updates = mpsc::UnboundedSender<CallUpdate>;
 
 struct Shared {
-    core: Mutex<Client>,
+    calls: Mutex<Calls<Updates>>,
     wake: Notify,
-    waiters: Mutex<HashMap<RequestId, Waiter>>,
-    /// What the latest handshake negotiated; set by the driver before it reports one.
-    negotiated: Mutex<(ProtocolVersion, Era)>,
 }
 
 impl Shared {
-    fn with<R>(&self, f: impl FnOnce(&mut Client, Instant) -> R) -> R {
-        let r = f(
-            &mut self.core.lock().unwrap_or_else(|p| p.into_inner()),
-            Instant::now(),
-        );
+    fn lock(&self) -> std::sync::MutexGuard<'_, Calls<Updates>> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `f` on the calls under the lock; then the driver wakes to hand out what it did.
+    fn with<R>(&self, f: impl FnOnce(&mut Calls<Updates>, Instant) -> R) -> R {
+        let r = f(&mut self.lock(), Instant::now());
         self.wake.notify_one();
         r
     }
@@ -127,9 +108,10 @@ impl std::fmt::Debug for McpClient {
 }
 
 impl McpClient {
-    /// Connects: runs the handshake (with the legacy fallback when the server needs it)
-    /// and returns the client and the server's own messages, with what becomes of the
-    /// session ([`ServerMessage`]).
+    /// Connects: finds the revision to speak (MODERN-15: `server/discover`, then
+    /// `initialize`, then the legacy transport, unless the [`Config`] pins one), runs its
+    /// handshake, and returns the client and the server's own messages, with what becomes
+    /// of the session ([`ServerMessage`]).
     ///
     /// A server message sent before a response is on the receiver before the call that
     /// waits for that response returns. The receiver ends once the last clone of the
@@ -137,7 +119,8 @@ impl McpClient {
     /// having yielded everything sent before.
     ///
     /// # Errors
-    /// The handshake's [`RequestError`] (refused, unauthorized, timed out, …).
+    /// The handshake's [`RequestError`] (refused, unauthorized, timed out, no common
+    /// revision, …).
     pub async fn connect(
         config: Config,
         entropy: Box<dyn Entropy + Send>,
@@ -156,15 +139,12 @@ impl McpClient {
     ) -> Result<(Self, mpsc::UnboundedReceiver<ServerMessage>), RequestError> {
         let http = http_client(&options);
         let shared = Arc::new(Shared {
-            core: Mutex::new(Client::new(config, entropy)),
+            calls: Mutex::new(Calls::new(Client::new(config, entropy))),
             wake: Notify::new(),
-            waiters: Mutex::new(HashMap::new()),
-            // Replaced by the driver before `connected` reports the handshake.
-            negotiated: Mutex::new((ProtocolVersion::LATEST_WITH_INITIALIZE, Era::Sessions)),
         });
         let (messages, rx) = mpsc::unbounded_channel();
         let (connected_tx, connected_rx) = oneshot::channel();
-        shared.with(|c, now| c.connect(now));
+        shared.with(|c, now| c.core().connect(now));
         let driver = tokio::spawn(drive(Arc::clone(&shared), http, messages, connected_tx));
         let driver = Arc::new(DriverGuard(driver));
         match connected_rx.await {
@@ -191,103 +171,128 @@ impl McpClient {
         self.negotiated().1
     }
 
+    fn negotiated(&self) -> (ProtocolVersion, Era) {
+        self.shared
+            .lock()
+            .negotiated()
+            .unwrap_or((ProtocolVersion::LATEST, Era::Sessionless))
+    }
+
     /// Sets the header `name` of every later request to `value`, or removes it (`None`):
     /// a refreshed `Authorization` token after a call failed with
     /// `CallError::Request(RequestError::Unauthorized { .. })`, say. Headers for every
     /// request from the start go in the [`Config`] ([`Config::with_header`]); see
     /// [`Client::set_header`] for what stays the transport's.
     pub fn set_header(&self, name: http::HeaderName, value: Option<http::HeaderValue>) {
-        self.shared.with(|c, _| c.set_header(name, value));
+        self.shared.with(|c, _| c.core().set_header(name, value));
     }
 
     /// The `Mcp-Session-Id` the server issued, if any (it changes after a
     /// re-initialization).
     pub fn session_id(&self) -> Option<String> {
-        self.shared
-            .core
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .session_id()
-            .map(str::to_owned)
+        self.shared.lock().core().session_id().map(str::to_owned)
     }
 
-    fn negotiated(&self) -> (ProtocolVersion, Era) {
-        *self
-            .shared
-            .negotiated
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Sends a request and waits for its result.
+    /// Sends a request and waits for its result. Dropping the future gives the call up
+    /// (the server is told: [`Call`]).
     ///
     /// # Errors
     /// [`CallError`].
     pub async fn call(&self, method: &str, params: Option<Value>) -> Result<Value, CallError> {
-        let text = params.map(|p| p.to_string());
-        let raw = match &text {
-            Some(t) => Some(RawJson::new(t).map_err(|_| CallError::Closed)?),
-            None => None,
-        };
-        let (tx, rx) = oneshot::channel();
-        let id = self.shared.with(|c, now| {
-            let id = c
-                .request(now, method, raw.as_ref().map(|r| r as _), None)
-                .map_err(|_| CallError::Closed)?;
-            self.shared
-                .waiters
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id.clone(), tx);
-            Ok::<_, CallError>(id)
-        })?;
-        let _ = id;
-        let envelope = rx.await.map_err(|_| CallError::Closed)??;
-        // The core classified the answer already: a result (parsed here) or an error.
-        match envelope.message() {
-            Message::Response(r) => {
-                serde_json::from_str(r.result.as_str()).map_err(|_| CallError::Closed)
-            }
-            Message::Error(e) => Err(CallError::Rpc {
-                code: e.error.code.0,
-                message: e.error.message.into_owned(),
-            }),
-            Message::Request(_) | Message::Notification(_) => Err(CallError::Closed),
+        self.start_call(method, params, None)?.result().await
+    }
+
+    /// [`call`](Self::call), failing with [`RequestError::Timeout`] after `timeout` (the
+    /// server is told: `notifications/cancelled`, or at 2026-07-28 the response closed).
+    ///
+    /// # Errors
+    /// [`CallError`].
+    pub async fn call_timeout(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        self.start_call(method, params, Some(timeout))?
+            .result()
+            .await
+    }
+
+    /// Calls the tool `name` with `arguments` and waits for its result (its progress
+    /// is dropped: [`start_tool_call`](Self::start_tool_call) hands it out).
+    ///
+    /// # Errors
+    /// [`CallError`]; a tool's own failure is a result with `isError`.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, CallError> {
+        self.start_tool_call(name, arguments, None)?.result().await
+    }
+
+    /// Sends a request, failing after `timeout` if given; the [`Call`] yields its result.
+    ///
+    /// # Errors
+    /// The core's refusal: [`CallError::Refused`], [`CallError::Closed`].
+    pub fn start_call(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Option<Duration>,
+    ) -> Result<Call, CallError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let id = self
+            .shared
+            .with(|c, now| c.call(now, method, params.as_ref(), timeout.map(|t| now + t), tx))?;
+        Ok(self.handle(id, rx))
+    }
+
+    /// Calls the tool `name` with `arguments` under a progress token of its own: the
+    /// [`Call`] yields the server's progress for it, then its result.
+    ///
+    /// # Errors
+    /// As [`start_call`](Self::start_call).
+    pub fn start_tool_call(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Call, CallError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let id = self
+            .shared
+            .with(|c, now| c.call_tool(now, name, arguments, timeout.map(|t| now + t), tx))?;
+        Ok(self.handle(id, rx))
+    }
+
+    fn handle(&self, id: RequestId, updates: mpsc::UnboundedReceiver<CallUpdate>) -> Call {
+        Call {
+            id,
+            updates,
+            outcome: Outcome::Waiting,
+            shared: Arc::clone(&self.shared),
         }
     }
 
     /// Sends a notification.
     ///
     /// # Errors
-    /// [`CallError::Closed`].
+    /// [`CallError::Closed`] once closed; [`CallError::Refused`].
     pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), CallError> {
-        let text = params.map(|p| p.to_string());
-        let raw = match &text {
-            Some(t) => Some(RawJson::new(t).map_err(|_| CallError::Closed)?),
-            None => None,
-        };
         self.shared
-            .with(|c, now| c.notify(now, method, raw.as_ref().map(|r| r as _)))
-            .map_err(|_| CallError::Closed)
+            .with(|c, now| c.notify(now, method, params.as_ref()))
     }
 
-    /// Answers a server→client request.
+    /// Answers a server→client request ([`ServerMessage::Request`]).
     ///
     /// # Errors
-    /// [`CallError::Closed`].
+    /// As [`notify`](Self::notify).
     pub fn respond(&self, id: &RequestId, result: Value) -> Result<(), CallError> {
-        let text = result.to_string();
-        let raw = RawJson::new(&text).map_err(|_| CallError::Closed)?;
-        self.shared
-            .with(|c, now| c.respond(now, id, &raw))
-            .map_err(|_| CallError::Closed)
+        self.shared.with(|c, now| c.respond(now, id, &result))
     }
 
     /// Answers a server→client request ([`ServerMessage::Request`]) with a JSON-RPC error:
     /// one the application does not serve (-32601), or cannot do now.
     ///
     /// # Errors
-    /// As [`respond`](Self::respond).
+    /// As [`notify`](Self::notify).
     pub fn respond_error(
         &self,
         id: &RequestId,
@@ -296,23 +301,98 @@ impl McpClient {
     ) -> Result<(), CallError> {
         self.shared
             .with(|c, now| c.respond_error(now, id, code, message))
-            .map_err(|_| CallError::Closed)
     }
 
     /// Ends the session (DELETE) and waits, briefly, for the driver to finish.
     pub async fn close(self) {
-        self.shared.with(|c, now| c.close(now));
-        let deadline = tokio::time::sleep(std::time::Duration::from_secs(2));
+        self.shared.with(|c, now| c.core().close(now));
+        let deadline = tokio::time::sleep(Duration::from_secs(2));
         tokio::pin!(deadline);
         loop {
-            let idle = self.shared.core.lock().map(|c| c.is_idle()).unwrap_or(true);
-            if idle {
+            if self.shared.lock().core().is_idle() {
                 return;
             }
             tokio::select! {
                 () = &mut deadline => return,
-                () = tokio::time::sleep(std::time::Duration::from_millis(5)) => {}
+                () = tokio::time::sleep(Duration::from_millis(5)) => {}
             }
+        }
+    }
+}
+
+/// Where a [`Call`] is.
+enum Outcome {
+    Waiting,
+    Ready(Result<Value, CallError>),
+    Taken,
+}
+
+/// A request in flight: its progress (for a tool call, [`McpClient::start_tool_call`]),
+/// then its result. Dropping it before the result gives the call up: the server is told
+/// (at 2026-07-28 by closing the call's response, MODERN-11; else with
+/// `notifications/cancelled`), and nothing more of it is read.
+pub struct Call {
+    id: RequestId,
+    updates: mpsc::UnboundedReceiver<CallUpdate>,
+    outcome: Outcome,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Call {
+    /// The request's id (the one the application's own messages, such as a cancel,
+    /// name).
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The next progress notification for this call, in the order the server sent them;
+    /// `None` once the call has ended (its result is then ready for
+    /// [`result`](Self::result)).
+    pub async fn progress(&mut self) -> Option<Progress> {
+        if !matches!(self.outcome, Outcome::Waiting) {
+            return None;
+        }
+        match self.updates.recv().await {
+            Some(CallUpdate::Progress(p)) => Some(p),
+            Some(CallUpdate::Done(r)) => {
+                self.outcome = Outcome::Ready(r);
+                None
+            }
+            None => {
+                self.outcome = Outcome::Ready(Err(CallError::Closed));
+                None
+            }
+        }
+    }
+
+    /// Waits for the result, passing over progress not yet read.
+    ///
+    /// # Errors
+    /// [`CallError`].
+    pub async fn result(mut self) -> Result<Value, CallError> {
+        while self.progress().await.is_some() {}
+        match std::mem::replace(&mut self.outcome, Outcome::Taken) {
+            Outcome::Ready(r) => r,
+            Outcome::Waiting | Outcome::Taken => Err(CallError::Closed),
+        }
+    }
+
+    /// Gives the call up (as dropping it does).
+    pub fn cancel(self) {}
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        if matches!(self.outcome, Outcome::Waiting) {
+            self.shared.with(|c, now| c.cancel(now, &self.id));
         }
     }
 }
@@ -326,7 +406,7 @@ enum Report {
     Failed(ExchangeId, String),
 }
 
-/// The outcome of the first handshake (the negotiated revision is in `Shared`).
+/// The outcome of the first handshake (the negotiated revision is in the calls).
 type Connected = oneshot::Sender<Result<(), RequestError>>;
 
 /// How the adapter connects.
@@ -398,12 +478,27 @@ async fn drive(
     let (reports_tx, mut reports) = mpsc::unbounded_channel::<Report>();
     let mut tasks: HashMap<ExchangeId, JoinHandle<()>> = HashMap::new();
     loop {
-        // Hand out everything the core has.
-        let (transmits, events, deadline) = {
-            let mut core = shared.core.lock().unwrap_or_else(|p| p.into_inner());
+        // Hand out everything the core has: its requests to the network, its events to
+        // whom they concern.
+        let (transmits, deadline) = {
+            let mut calls = shared.lock();
+            let core = calls.core();
             let transmits: Vec<Transmit> = std::iter::from_fn(|| core.poll_transmit()).collect();
-            let events: Vec<Event> = std::iter::from_fn(|| core.poll_event()).collect();
-            (transmits, events, core.poll_timeout())
+            let deadline = core.poll_timeout();
+            calls.pump(|delivery| match delivery {
+                Delivery::Call(to, update) => {
+                    let _ = to.send(update);
+                }
+                Delivery::Message(m) => {
+                    let _ = messages.send(m);
+                }
+                Delivery::Connected(outcome) => {
+                    if let Some(tx) = connected.take() {
+                        let _ = tx.send(outcome);
+                    }
+                }
+            });
+            (transmits, deadline)
         };
         for t in transmits {
             match t {
@@ -428,63 +523,6 @@ async fn drive(
                 }
             }
         }
-        for event in events {
-            match event {
-                // The first handshake's outcome goes to `connect`; a later one is a
-                // re-initialization's, after `SessionExpired`.
-                Event::Connected { version, era, .. } => {
-                    *shared.negotiated.lock().unwrap_or_else(|p| p.into_inner()) = (version, era);
-                    match connected.take() {
-                        Some(tx) => {
-                            let _ = tx.send(Ok(()));
-                        }
-                        None => {
-                            let _ = messages.send(ServerMessage::reconnected(version, era));
-                        }
-                    }
-                }
-                Event::ConnectFailed(e) => match connected.take() {
-                    Some(tx) => {
-                        let _ = tx.send(Err(e));
-                    }
-                    None => {
-                        let _ = messages.send(ServerMessage::ReconnectFailed(e));
-                    }
-                },
-                Event::SessionExpired => {
-                    let _ = messages.send(ServerMessage::SessionExpired);
-                }
-                Event::StreamReset { error } => {
-                    let _ = messages.send(ServerMessage::StreamReset(error));
-                }
-                Event::Response(m) => {
-                    let waiter = m.id().and_then(|id| shared.waiters.lock().ok()?.remove(id));
-                    if let Some(tx) = waiter {
-                        let _ = tx.send(Ok(m));
-                    }
-                }
-                Event::Failed { id, error } => {
-                    let waiter = shared.waiters.lock().ok().and_then(|mut w| w.remove(&id));
-                    if let Some(tx) = waiter {
-                        let _ = tx.send(Err(CallError::Request(error)));
-                    }
-                }
-                Event::Notification(m) => {
-                    let _ = messages.send(ServerMessage::Notification(m));
-                }
-                Event::Request(m) => {
-                    let _ = messages.send(ServerMessage::Request(m));
-                }
-                Event::Closed => {
-                    if let Ok(mut w) = shared.waiters.lock() {
-                        for (_, tx) in w.drain() {
-                            let _ = tx.send(Err(CallError::Closed));
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
         let sleep = async {
             match deadline {
                 Some(at) => tokio::time::sleep_until(at.into()).await,
@@ -492,10 +530,11 @@ async fn drive(
             }
         };
         tokio::select! {
-            () = sleep => shared.with(|c, now| c.handle_timeout(now)),
+            () = sleep => shared.with(|c, now| c.core().handle_timeout(now)),
             () = shared.wake.notified() => {}
             Some(report) = reports.recv() => {
-                let mut core = shared.core.lock().unwrap_or_else(|p| p.into_inner());
+                let mut calls = shared.lock();
+                let core = calls.core();
                 let now = Instant::now();
                 match report {
                     Report::Head(x, head) => core.handle_head(now, x, head),

@@ -8,8 +8,8 @@ use http::header::{self, HeaderValue};
 
 use super::modern::{self, ResultType, Settled};
 use super::{
-    Body, Client, Event, ExKind, Exchange, ExchangeId, Outbound, Phase, RequestError, Stream,
-    StreamKind, Transmit, split,
+    Body, Client, Event, ExKind, Exchange, ExchangeId, Handshake, Outbound, Phase, RequestError,
+    Stream, StreamKind, Transmit, split,
 };
 use crate::jsonrpc::{Envelope, Kind, Outgoing, RawJson, RequestId, Resolution, body_text};
 use crate::sse::Item;
@@ -528,11 +528,7 @@ impl Client {
             self.get_stream = Some(t);
             self.reconnect(t);
         }
-        self.events.push_back(Event::Connected {
-            version,
-            era: self.era,
-            result: Some(result),
-        });
+        self.report_handshake(version, Some(result));
     }
 
     /// A sessionless `tools/list` result: each tool's `x-mcp-header` annotations are
@@ -647,11 +643,7 @@ impl Client {
         self.era = Era::Sessionless;
         self.version = Some(version);
         self.phase = Phase::Connected;
-        self.events.push_back(Event::Connected {
-            version,
-            era: Era::Sessionless,
-            result,
-        });
+        self.report_handshake(version, result);
         for message in std::mem::take(&mut self.waiting) {
             self.send_outbound(message);
         }
@@ -683,7 +675,28 @@ impl Client {
         for x in std::mem::take(&mut self.exchanges).into_keys() {
             self.out.push_back(Transmit::Abort(ExchangeId(x)));
         }
-        self.events.push_back(Event::ConnectFailed(error));
+        self.events.push_back(match self.handshake {
+            Handshake::First => Event::ConnectFailed(error),
+            Handshake::Again => Event::ReconnectFailed(error),
+        });
+    }
+
+    /// The handshake settled on `version` (in the era set): [`Event::Connected`], or
+    /// [`Event::Reconnected`] for a re-initialization's.
+    fn report_handshake(&mut self, version: ProtocolVersion, result: Option<Envelope>) {
+        let era = self.era;
+        self.events.push_back(match self.handshake {
+            Handshake::First => Event::Connected {
+                version,
+                era,
+                result,
+            },
+            Handshake::Again => Event::Reconnected {
+                version,
+                era,
+                result,
+            },
+        });
     }
 
     /// 404 to a request with a session id (SESSION-8).
@@ -705,6 +718,7 @@ impl Client {
         self.acknowledging = None;
         self.events.push_back(Event::SessionExpired);
         if self.config.reinitialize {
+            self.handshake = Handshake::Again;
             self.phase = Phase::Idle;
             self.initialize(now, self.config.version, legacy_only);
         } else {
@@ -772,6 +786,11 @@ impl Client {
                 return self.session_expired(now);
             }
             StreamKind::Post if stream.owed.is_empty() => return self.remove_stream(t),
+            // Nothing resumes a response at 2026-07-28 (MODERN-12): its requests are lost.
+            StreamKind::Post if self.era == Era::Sessionless => {
+                let reached = super::Reached::Server;
+                return self.stream_failed(now, t, RequestError::Broken { reached });
+            }
             StreamKind::Post if stream.last_id.is_empty() => {
                 return self.stream_failed(now, t, RequestError::StreamLost);
             }

@@ -59,6 +59,7 @@
 //!   take the `endpoint` event (resolved against the URL, refused if it names another
 //!   origin: §14.14), and POST everything there; responses come over the stream.
 
+mod calls;
 mod config;
 mod modern;
 mod output;
@@ -71,8 +72,9 @@ use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderValue};
 use http::{Method, StatusCode};
 
+pub use calls::{CallError, CallUpdate, Calls, Delivery, Progress};
 pub use config::{Config, Revision, is_transport_header};
-pub use output::{ClientError, Event, ExchangeId, RequestError, ServerMessage, Transmit};
+pub use output::{ClientError, Event, ExchangeId, Reached, RequestError, ServerMessage, Transmit};
 
 use crate::jsonrpc::{
     Classifier, Envelope, Envelopes, Kind, Outgoing, Pending, RequestId, ToJson, body_text,
@@ -144,6 +146,15 @@ impl Asked {
     }
 }
 
+/// Whose outcome a handshake's is: `connect`'s, or a re-initialization's after the
+/// session expired (which the application must tell apart: the new session knows
+/// nothing of the old one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Handshake {
+    First,
+    Again,
+}
+
 /// A message of the application's, until it is sent.
 #[derive(Debug)]
 enum Outbound {
@@ -197,6 +208,8 @@ pub struct Client {
     /// The legacy POST URI, once the `endpoint` event named it.
     legacy_post: Option<http::Uri>,
     init_id: Option<RequestId>,
+    /// Which handshake is (or was last) under way.
+    handshake: Handshake,
     /// The `server/discover` probe's id, while it is out.
     probe: Option<RequestId>,
     /// The protocol members of every sessionless request's `_meta`, once connected.
@@ -258,6 +271,7 @@ impl Client {
             legacy_post: None,
             acknowledging: None,
             init_id: None,
+            handshake: Handshake::First,
             probe: None,
             meta: String::new(),
             mirrors: crate::mirror::ToolMirrors::new(),
@@ -369,10 +383,6 @@ impl Client {
 
     /// The probe (MODERN-15): `server/discover` at the newest revision allowed.
     fn discover(&mut self, now: Instant) {
-        let deadline = now + self.config.connect_timeout;
-        let Ok(id) = self.pending.register(Asked::Other, Some(deadline)) else {
-            return;
-        };
         let offered = match self.config.revision {
             Revision::Exactly(v) if !v.uses_initialize() => v,
             _ => ProtocolVersion::LATEST,
@@ -380,6 +390,10 @@ impl Client {
         if !self.set_meta(offered) {
             return;
         }
+        let deadline = now + self.config.connect_timeout;
+        let Ok(id) = self.pending.register(Asked::Other, Some(deadline)) else {
+            return;
+        };
         self.era = Era::Sessionless;
         self.version = Some(offered);
         self.phase = Phase::Discovering;
@@ -397,12 +411,7 @@ impl Client {
     fn set_meta(&mut self, version: ProtocolVersion) -> bool {
         let capabilities = self.config.capabilities.trim();
         if !capabilities.starts_with('{') || crate::jsonrpc::RawJson::new(capabilities).is_err() {
-            self.pending.drain().for_each(drop);
-            self.phase = Phase::Closed;
-            self.events
-                .push_back(Event::ConnectFailed(RequestError::BadResponse(
-                    "the configured capabilities are not a JSON object".into(),
-                )));
+            self.capabilities_unusable();
             return false;
         }
         self.meta = modern::protocol_members(
@@ -412,6 +421,14 @@ impl Client {
             &self.config.client_version,
         );
         true
+    }
+
+    /// The handshake cannot start: the configured capabilities are not a JSON object,
+    /// so no request could carry them.
+    fn capabilities_unusable(&mut self) {
+        self.connect_failed(RequestError::BadResponse(
+            "the configured capabilities are not a JSON object".into(),
+        ));
     }
 
     /// Opens a session: `initialize` offering `version`, POSTed to the endpoint, or with
@@ -424,12 +441,7 @@ impl Client {
         let Some(body) = self.initialize_body(&id, version) else {
             // The configured capabilities are not JSON: nothing sensible can be sent.
             let _ = self.pending.cancel(&id);
-            self.phase = Phase::Closed;
-            self.events
-                .push_back(Event::ConnectFailed(RequestError::BadResponse(
-                    "the configured capabilities are not a JSON object".into(),
-                )));
-            return;
+            return self.capabilities_unusable();
         };
         self.era = Era::Sessions;
         self.version = None;
@@ -1004,7 +1016,16 @@ impl Client {
                         _ => RequestError::StreamLost,
                     });
                 }
-                self.fail_ids(now, &ids, RequestError::StreamLost);
+                let error = match (self.era, body) {
+                    (Era::Sessionless, Body::Head) => RequestError::Broken {
+                        reached: output::Reached::Unknown,
+                    },
+                    (Era::Sessionless, _) => RequestError::Broken {
+                        reached: output::Reached::Server,
+                    },
+                    _ => RequestError::StreamLost,
+                };
+                self.fail_ids(now, &ids, error);
             }
             (ExKind::Get { stream }, _) => self.stream_ended(now, stream, x.0),
             (ExKind::Delete, _) => self.events.push_back(Event::Closed),

@@ -63,6 +63,21 @@ pub enum Event {
     },
     /// The handshake failed; the client is closed (no [`Closed`](Self::Closed) follows).
     ConnectFailed(RequestError),
+    /// A new session was initialized after [`SessionExpired`](Self::SessionExpired)
+    /// (with [`Config::with_reinitialize`](super::Config::with_reinitialize)): the
+    /// [`Connected`](Self::Connected) of a re-initialization, which the application
+    /// must tell from the first (the new session knows nothing of the old one).
+    Reconnected {
+        /// The revision negotiated with the new session.
+        version: ProtocolVersion,
+        /// Its era.
+        era: Era,
+        /// The server's `InitializeResult`.
+        result: Option<Envelope>,
+    },
+    /// The re-initialization after [`SessionExpired`](Self::SessionExpired) failed; the
+    /// client is closed (no [`Closed`](Self::Closed) follows).
+    ReconnectFailed(RequestError),
     /// The response to a request, matched by id (JSONRPC-4).
     Response(Envelope),
     /// A request ended without a response.
@@ -162,14 +177,15 @@ pub enum ServerMessage {
     /// a backoff, and what that stream carries arrives after this. (A POST stream that
     /// cannot be resumed fails its own calls instead.)
     StreamReset(RequestError),
-}
-
-impl ServerMessage {
-    /// [`Reconnected`](Self::Reconnected), for an adapter to forward the core's
-    /// [`Event::Connected`] of a re-initialization.
-    pub fn reconnected(version: ProtocolVersion, era: Era) -> Self {
-        Self::Reconnected { version, era }
-    }
+    /// A tool listed at 2026-07-28 was dropped from the `tools/list` result: its
+    /// `x-mcp-header` annotations are invalid (MODERN-7), and its calls are refused. For
+    /// the application's log.
+    ToolDropped {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong with its annotations.
+        reason: String,
+    },
 }
 
 /// Why a request (or the handshake) got no response.
@@ -182,8 +198,17 @@ pub enum RequestError {
     Cancelled,
     /// The session ended (SESSION-8).
     SessionExpired,
-    /// Its stream broke before the response, with no event id to resume from (RESUME-12).
+    /// Its stream broke before the response, with no event id to resume from (RESUME-12):
+    /// the server took the request and may have run it.
     StreamLost,
+    /// At 2026-07-28, where nothing resumes a response (MODERN-11, MODERN-12), the
+    /// request's exchange broke (or the server ended it) before its answer: the request is
+    /// lost, and `reached` says whether it may have run. The client never sends it again
+    /// by itself: re-issue it, under a new id, where running it twice is safe.
+    Broken {
+        /// How far the request got.
+        reached: Reached,
+    },
     /// Its stream could not be resumed: the server refused the resume (a gap: the
     /// messages are no longer retained, or another refusal), or the attempts ran out.
     ResumeFailed {
@@ -241,9 +266,22 @@ impl fmt::Display for RequestError {
             Self::Timeout => f.write_str("the request timed out"),
             Self::Cancelled => f.write_str("the request was cancelled"),
             Self::SessionExpired => f.write_str("the session expired"),
-            Self::StreamLost => {
-                f.write_str("the stream broke before the response, with no event id to resume from")
-            }
+            Self::StreamLost => f.write_str(
+                "the stream broke before the response, with no event id to resume from (the \
+                 server may have run the request)",
+            ),
+            Self::Broken {
+                reached: Reached::Server,
+            } => f.write_str(
+                "the response broke off before the answer: the server took the request and may \
+                 have run it (re-issue it only if running it twice is safe)",
+            ),
+            Self::Broken {
+                reached: Reached::Unknown,
+            } => f.write_str(
+                "the connection broke before the server answered: the request may not have \
+                 reached it, or may have run (re-issue it only if running it twice is safe)",
+            ),
             Self::ResumeFailed { status: 0, .. } => {
                 f.write_str("the stream could not be resumed: attempts exhausted")
             }
@@ -276,6 +314,17 @@ impl fmt::Display for RequestError {
 }
 
 impl std::error::Error for RequestError {}
+
+/// How far a request got before its exchange broke ([`RequestError::Broken`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reached {
+    /// No response head came: the request may not have reached the server, or it may have
+    /// been received and run.
+    Unknown,
+    /// The server answered with a head (its response had begun): it took the request, and
+    /// may have run it, in part or in whole.
+    Server,
+}
 
 /// Why the client did not take a message from the application.
 #[derive(Debug, Clone, PartialEq, Eq)]
