@@ -490,13 +490,14 @@ impl Client {
         self.init_id = None;
         if result.kind() == Kind::Error {
             let message = match result.message() {
-                crate::jsonrpc::Message::Error(e) => e.error.message.into_owned(),
+                crate::jsonrpc::Message::Error(e) => e.error.message.clone().into_owned(),
                 _ => String::new(),
             };
-            return self.connect_failed(RequestError::Http {
+            let error = RequestError::Http {
                 status: 200,
                 message,
-            });
+            };
+            return self.initialize_refused(200, Some(&result), error);
         }
         let version = result
             .payload()
@@ -614,6 +615,18 @@ impl Client {
             }
             self.out.push_back(Transmit::Abort(ExchangeId(x)));
         }
+        // A result of an unknown `resultType` is invalid (MODERN-23), and `server/discover`
+        // may not ask for input: the probe's answer cannot be a `DiscoverResult` then.
+        let invalid = match message.map(modern::result_type) {
+            Some(Err(error)) => Some(error),
+            Some(Ok(ResultType::InputRequired)) => Some(RequestError::BadResponse(
+                "input_required to server/discover (MODERN-23)".into(),
+            )),
+            _ => None,
+        };
+        if let Some(error) = invalid {
+            return self.connect_failed(error);
+        }
         let offered = self.version.unwrap_or(ProtocolVersion::LATEST);
         let evidence = modern::evidence(status, message);
         match modern::settle(
@@ -664,9 +677,44 @@ impl Client {
         }
     }
 
+    /// `initialize` was refused: an error status, or a JSON-RPC error under 200, whose
+    /// body may hold `message`. A modern error there is a modern server's, not a legacy
+    /// one's (MODERN-15, MODERN-26): the sessionless revision if the configuration may
+    /// speak it, else the handshake fails naming what the server offered. Otherwise 400,
+    /// 404 or 405 falls back to HTTP+SSE (LEGACY-6), and anything else fails the
+    /// handshake with `error`.
+    pub(super) fn initialize_refused(
+        &mut self,
+        status: u16,
+        message: Option<&Envelope>,
+        error: RequestError,
+    ) {
+        match modern::refused(&modern::evidence(status, message), self.config.revision) {
+            Some(Settled::Modern(version)) => {
+                if let Some(id) = self.init_id.take() {
+                    let _ = self.pending.cancel(&id);
+                    self.forget_owed(&id);
+                }
+                if self.set_meta(version) {
+                    self.modern_connected(version, None);
+                }
+            }
+            Some(Settled::Fail(error)) => self.connect_failed(error),
+            _ if self.config.legacy_fallback
+                && self.era == Era::Sessions
+                && matches!(status, 400 | 404 | 405) =>
+            {
+                self.open_legacy_stream();
+            }
+            _ => self.connect_failed(error),
+        }
+    }
+
     pub(super) fn connect_failed(&mut self, error: RequestError) {
         self.acknowledging = None;
         self.phase = Phase::Closed;
+        // Nothing was negotiated (a revision tried on the way is not `version()`).
+        self.version = None;
         // The handshake's own requests are reported as the ConnectFailed, not as failures.
         self.fail_all(RequestError::Closed);
         self.init_id = None;
@@ -727,15 +775,7 @@ impl Client {
         }
     }
 
-    /// LEGACY-6: GET the endpoint for an HTTP+SSE stream.
-    pub(super) fn fall_back(&mut self, now: Instant, x: u64) {
-        let _ = now;
-        self.exchanges.remove(&x);
-        self.out.push_back(Transmit::Abort(ExchangeId(x)));
-        self.open_legacy_stream();
-    }
-
-    /// The legacy transport's GET: its stream's `endpoint` event names where to POST.
+    /// The legacy transport's GET (LEGACY-6): its stream's `endpoint` event names where to POST.
     pub(super) fn open_legacy_stream(&mut self) {
         self.era = Era::HttpSse;
         let t = self.new_stream(StreamKind::Legacy, &[]);

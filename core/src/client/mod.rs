@@ -21,7 +21,10 @@
 //!   2026-07-28 first; the sessionless revision is kept on positive modern evidence only
 //!   (a `DiscoverResult`, -32020/-32021/-32022 in the body under any status, -32601 under
 //!   404), else `initialize` at the best revision the server listed, else the legacy
-//!   fallback below. A configuration can pin a revision or an era;
+//!   fallback below. A modern error refusing `initialize` is no legacy server's: the
+//!   client speaks the sessionless revision if it may, else fails naming what the
+//!   server offered. A `DiscoverResult` with an unknown `resultType` is invalid
+//!   (MODERN-23): the handshake fails. A configuration can pin a revision or an era;
 //!   [`Client::negotiated`] says what was settled, to hand back next time.
 //! - **Handshake** (session eras): `initialize`, then `notifications/initialized`;
 //!   [`Event::Connected`] carries the negotiated revision and era. Messages the
@@ -55,7 +58,8 @@
 //! - **Sessions**: 404 to a request that carried a session id ends the session
 //!   (SESSION-8): every request in flight fails, and the client re-initializes if
 //!   configured to. 405 to GET means no standalone stream, and is not an error (HTTP-GET-3).
-//! - **Legacy fallback** (LEGACY-6): 400, 404 or 405 to `initialize` → GET the same URL,
+//! - **Legacy fallback** (LEGACY-6, MODERN-15): 400, 404 or 405 to `initialize` whose body
+//!   is no modern error → GET the same URL,
 //!   take the `endpoint` event (resolved against the URL, refused if it names another
 //!   origin: §14.14), and POST everything there; responses come over the stream.
 
@@ -779,12 +783,6 @@ impl Client {
                 } else if probe {
                     // Its body says what the status means (MODERN-15).
                     Body::Error(status, BytesMut::new())
-                } else if initialize
-                    && self.config.legacy_fallback
-                    && self.era == Era::Sessions
-                    && matches!(status.as_u16(), 400 | 404 | 405)
-                {
-                    return self.fall_back(now, x.0);
                 } else if status == StatusCode::NOT_FOUND && self.session.is_some() && !initialize {
                     return self.session_expired(now);
                 } else {
@@ -918,6 +916,14 @@ impl Client {
                 if self.probe.as_ref().is_some_and(|p| ids.contains(p)) {
                     return self.probe_answered(now, status.as_u16(), envelope.as_ref());
                 }
+                let error = RequestError::Http {
+                    status: status.as_u16(),
+                    message: error_message(&buf),
+                };
+                if self.init_id.as_ref().is_some_and(|i| ids.contains(i)) {
+                    // Its body says whether a modern server refused it (MODERN-15).
+                    return self.initialize_refused(status.as_u16(), envelope.as_ref(), error);
+                }
                 if self.era == Era::Sessionless
                     && let Some(envelope) = envelope.filter(|e| {
                         e.kind() == Kind::Error && e.id().is_some_and(|id| ids.contains(id))
@@ -926,13 +932,6 @@ impl Client {
                     // A sessionless server answers its errors with a status (MODERN-5,
                     // MODERN-9): the request's answer is the JSON-RPC error all the same.
                     return self.message(now, envelope);
-                }
-                let error = RequestError::Http {
-                    status: status.as_u16(),
-                    message: error_message(&buf),
-                };
-                if self.init_id.as_ref().is_some_and(|i| ids.contains(i)) {
-                    return self.connect_failed(error);
                 }
                 self.fail_ids(now, &ids, error);
             }

@@ -47,22 +47,52 @@ pub(super) fn evidence(status: u16, message: Option<&Envelope>) -> Evidence {
                 .and_then(|v| versions(v.get("supportedVersions")?));
             listed.map_or(Evidence::None, Evidence::Lists)
         }
-        Message::Error(error) => match error.error.code {
-            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => {
-                let listed = error.error.data.as_ref().and_then(|data| {
-                    let data = serde_json::from_str::<serde_json::Value>(data.as_str()).ok()?;
-                    versions(data.get("supported")?)
-                });
-                listed.map_or(Evidence::Modern, Evidence::Lists)
+        Message::Error(error) => {
+            let modern = match error.error.code {
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+                | ErrorCode::HEADER_MISMATCH
+                | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY => true,
+                ErrorCode::METHOD_NOT_FOUND => status == 404,
+                _ => false,
+            };
+            if !modern {
+                return Evidence::None;
             }
-            ErrorCode::HEADER_MISMATCH | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY => {
-                Evidence::Modern
-            }
-            ErrorCode::METHOD_NOT_FOUND if status == 404 => Evidence::Modern,
-            _ => Evidence::None,
-        },
+            // A modern server names its revisions in any error it can (MODERN-26), as
+            // -32022 must (MODERN-5).
+            let listed = error.error.data.as_ref().and_then(|data| {
+                let data = serde_json::from_str::<serde_json::Value>(data.as_str()).ok()?;
+                versions(data.get("supported")?)
+            });
+            listed.map_or(Evidence::Modern, Evidence::Lists)
+        }
         _ => Evidence::None,
     }
+}
+
+/// Where a refused `initialize` leaves the client, from the refusal's `evidence`: `None`
+/// when it is no modern evidence (a session-era or legacy server's refusal). A modern
+/// server's refusal (MODERN-15, MODERN-26) settles the sessionless revision for a
+/// configuration that may speak it ([`Revision::Auto`]) and the server named or did not
+/// rule out (MODERN-5); otherwise the handshake fails naming what the server offered.
+pub(super) fn refused(evidence: &Evidence, revision: Revision) -> Option<Settled> {
+    let listed = match evidence {
+        Evidence::None => return None,
+        Evidence::Modern if revision == Revision::Auto => {
+            return Some(Settled::Modern(ProtocolVersion::LATEST));
+        }
+        Evidence::Modern => Vec::new(),
+        Evidence::Lists(listed) => listed.clone(),
+    };
+    let best = listed
+        .iter()
+        .filter_map(|v| v.parse::<ProtocolVersion>().ok())
+        .filter(|v| !v.uses_initialize())
+        .max();
+    Some(match best {
+        Some(version) if revision == Revision::Auto => Settled::Modern(version),
+        _ => Settled::Fail(RequestError::NoCommonRevision { offered: listed }),
+    })
 }
 
 /// The strings of a JSON array of strings.
@@ -447,6 +477,44 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn modern_15_modern_26_a_refused_initialize_is_read_for_modern_evidence() {
+        // Any modern error may name the revisions (MODERN-26), not only -32022.
+        let mismatch = message(
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"m","data":{"supported":["2026-07-28"]}}}"#,
+        );
+        let named = Evidence::Lists(vec!["2026-07-28".into()]);
+        assert_eq!(evidence(400, Some(&mismatch)), named);
+        let pinned = Revision::Exactly(V25);
+        assert_eq!(refused(&Evidence::None, Revision::Auto), None);
+        assert_eq!(refused(&named, Revision::Auto), Some(Settled::Modern(V26)));
+        assert_eq!(
+            refused(&Evidence::Modern, Revision::Auto),
+            Some(Settled::Modern(V26))
+        );
+        for revision in [pinned, Revision::Era(Era::Sessions)] {
+            assert_eq!(
+                refused(&named, revision),
+                Some(Settled::Fail(RequestError::NoCommonRevision {
+                    offered: vec!["2026-07-28".into()]
+                }))
+            );
+            assert_eq!(
+                refused(&Evidence::Modern, revision),
+                Some(Settled::Fail(RequestError::NoCommonRevision {
+                    offered: Vec::new()
+                }))
+            );
+        }
+        let unknown = Evidence::Lists(vec!["2099-01-01".into()]);
+        assert_eq!(
+            refused(&unknown, Revision::Auto),
+            Some(Settled::Fail(RequestError::NoCommonRevision {
+                offered: vec!["2099-01-01".into()]
+            }))
+        );
     }
 
     #[test]
