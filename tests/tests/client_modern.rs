@@ -539,3 +539,210 @@ fn modern_23_an_input_refused_fails_the_call_and_a_cancel_while_asking_is_local(
     assert_eq!(p.requests.len(), sent, "{:?}", &p.requests[sent..]);
     assert!(p.client.is_idle(), "{:?}", p.client);
 }
+
+/// Answers the next server request (`method`) with the error `code` and `message`.
+fn refuse(p: &mut Pair, method: &str, code: i64, message: &str) {
+    let request = p.take_server_request();
+    assert_eq!(request.method(), method);
+    p.server
+        .respond_error(
+            p.now,
+            request.handle(),
+            mcpwire::jsonrpc::ErrorCode(code),
+            message,
+            None,
+        )
+        .unwrap();
+    p.run();
+}
+
+/// The answer the application got for `id`, as JSON.
+fn answer(p: &Pair, id: &mcpwire::jsonrpc::RequestId) -> serde_json::Value {
+    let answers: Vec<serde_json::Value> = p
+        .client_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Response(m) if m.id() == Some(id) => Some(json(m.text().as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers.len(), 1, "{:?}", p.client_events);
+    answers.into_iter().next().unwrap()
+}
+
+#[test]
+fn modern_7_a_refused_mcp_param_header_lists_the_tools_again_and_the_call_goes_again_once() {
+    let mut p = connect(Eras::ALL, auto());
+    connected(&mut p);
+    // Listed before the tool mirrored anything: the call carries no Mcp-Param header.
+    list_tools(
+        &mut p,
+        r#"[{"name":"deploy","inputSchema":{"type":"object"}}]"#,
+    );
+    p.client_events.clear();
+    let params = RawJson::new(r#"{"name":"deploy","arguments":{"region":"eu"}}"#).unwrap();
+    let id = p
+        .client
+        .request(p.now, "tools/call", Some(&params), None)
+        .unwrap();
+    p.run();
+    assert_eq!(header(p.requests.last().unwrap(), "mcp-param-region"), None);
+    refuse(
+        &mut p,
+        "tools/call",
+        -32020,
+        "header mismatch: Mcp-Param-Region is required",
+    );
+    // The client lists the tools itself; the application sees nothing of it.
+    let relist = p.take_server_request();
+    assert_eq!(relist.method(), "tools/list");
+    let tools = format!(r#"{{"resultType":"complete","tools":{MIRRORING}}}"#);
+    p.server
+        .respond(p.now, relist.handle(), &RawJson::new(&tools).unwrap())
+        .unwrap();
+    p.run();
+    // The call again, under a new id, with the header the schema now asks for.
+    let again = p.take_server_request();
+    assert_eq!(again.method(), "tools/call");
+    assert_ne!(again.message().id(), Some(&id));
+    assert_eq!(
+        header(p.requests.last().unwrap(), "mcp-param-region"),
+        Some("eu")
+    );
+    let done = RawJson::new(r#"{"resultType":"complete","content":[]}"#).unwrap();
+    p.server.respond(p.now, again.handle(), &done).unwrap();
+    p.run();
+    assert_eq!(answer(&p, &id)["result"]["content"], serde_json::json!([]));
+    assert!(
+        !p.client_events
+            .iter()
+            .any(|e| matches!(e, Event::Response(m) if m.id() != Some(&id))),
+        "the listing is the client's own: {:?}",
+        p.client_events
+    );
+    assert!(p.client.is_idle(), "{:?}", p.client);
+
+    // A second refusal of the same call is its answer: the tools are listed once.
+    let id = p
+        .client
+        .request(p.now, "tools/call", Some(&params), None)
+        .unwrap();
+    p.run();
+    let mismatch = "header mismatch: Mcp-Param-Region differs from the argument";
+    refuse(&mut p, "tools/call", -32020, mismatch);
+    let relist = p.take_server_request();
+    p.server
+        .respond(p.now, relist.handle(), &RawJson::new(&tools).unwrap())
+        .unwrap();
+    p.run();
+    refuse(&mut p, "tools/call", -32020, mismatch);
+    assert_eq!(answer(&p, &id)["error"]["code"], -32020);
+    assert!(p.client.is_idle(), "{:?}", p.client);
+}
+
+#[test]
+fn modern_7_without_tools_the_refusal_is_the_calls_answer() {
+    let mut p = connect(Eras::ALL, auto());
+    connected(&mut p);
+    let params = RawJson::new(r#"{"name":"deploy","arguments":{"region":"eu"}}"#).unwrap();
+    let id = p
+        .client
+        .request(p.now, "tools/call", Some(&params), None)
+        .unwrap();
+    p.run();
+    refuse(&mut p, "tools/call", -32020, "Mcp-Param-Region is required");
+    refuse(&mut p, "tools/list", -32603, "cannot list now");
+    let refused = answer(&p, &id);
+    assert_eq!(refused["error"]["code"], -32020);
+    assert_eq!(refused["error"]["message"], "Mcp-Param-Region is required");
+    // Any other -32020 (not about Mcp-Param) is answered at once.
+    let id = p
+        .client
+        .request(p.now, "tools/call", Some(&params), None)
+        .unwrap();
+    p.run();
+    refuse(
+        &mut p,
+        "tools/call",
+        -32020,
+        "Mcp-Name differs from params.name",
+    );
+    assert_eq!(answer(&p, &id)["error"]["code"], -32020);
+    assert!(p.client.is_idle(), "{:?}", p.client);
+}
+
+#[test]
+fn modern_23_a_call_waiting_for_input_times_out_at_its_deadline() {
+    let mut p = connect(Eras::ALL, auto());
+    connected(&mut p);
+    let params = RawJson::new(r#"{"name":"echo_state","arguments":{}}"#).unwrap();
+    let deadline = p.now + std::time::Duration::from_secs(5);
+    let id = p
+        .client
+        .request(p.now, "tools/call", Some(&params), Some(deadline))
+        .unwrap();
+    p.run();
+    let request = p.take_server_request();
+    p.server
+        .respond(p.now, request.handle(), &RawJson::new(ASKS).unwrap())
+        .unwrap();
+    p.run();
+    let asked = input_requests(&mut p);
+    assert_eq!(asked.len(), 1);
+    // The application never answers: the call's deadline still holds.
+    assert_eq!(p.client.poll_timeout(), Some(deadline));
+    p.advance(std::time::Duration::from_secs(6));
+    assert_eq!(failure(&p, &id), Some(client::RequestError::Timeout));
+    assert!(p.client.is_idle(), "{:?}", p.client);
+    // A late answer goes nowhere.
+    let accept = RawJson::new(r#"{"action":"accept"}"#).unwrap();
+    p.client
+        .respond(p.now, asked[0].id().unwrap(), &accept)
+        .unwrap();
+    p.run();
+    assert!(p.requests.iter().all(|r| r.method == http::Method::POST));
+    assert!(p.client.is_idle(), "{:?}", p.client);
+}
+
+#[test]
+fn modern_11_modern_12_a_broken_response_fails_the_call_saying_it_may_have_run() {
+    let mut p = connect(Eras::ALL, auto());
+    connected(&mut p);
+    let params = RawJson::new(r#"{"name":"slow","arguments":{}}"#).unwrap();
+    let id = p
+        .client
+        .request(p.now, "tools/call", Some(&params), None)
+        .unwrap();
+    p.run();
+    let request = p.take_server_request();
+    // The server has begun: a progress notification is on the call's stream.
+    let progress = RawJson::new(r#"{"progressToken":"t","progress":1}"#).unwrap();
+    p.server
+        .notify(
+            p.now,
+            server::Target::Request(request.handle()),
+            "notifications/progress",
+            Some(&progress),
+        )
+        .unwrap();
+    p.run();
+    assert!(
+        p.client_events
+            .iter()
+            .any(|e| matches!(e, Event::Notification(_))),
+        "{:?}",
+        p.client_events
+    );
+    let sent = p.requests.len();
+    p.cut_all();
+    assert_eq!(
+        failure(&p, &id),
+        Some(client::RequestError::Broken {
+            reached: client::Reached::Server
+        })
+    );
+    // Nothing resumes it (no event ids at 2026-07-28), and nothing sends it again.
+    p.advance(std::time::Duration::from_secs(30));
+    assert_eq!(p.requests.len(), sent, "{:?}", &p.requests[sent..]);
+    assert!(p.client.is_idle(), "{:?}", p.client);
+}

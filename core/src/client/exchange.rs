@@ -418,6 +418,14 @@ impl Client {
                     Err(error) => return self.push_failed(id, error),
                 };
                 let message = match (kind, asked) {
+                    (_, super::Asked::Relist(relist)) => {
+                        return self.relisted(&id, *relist, message);
+                    }
+                    (_, super::Asked::RoundTrip(call))
+                        if call.may_relist() && modern::refuses_mirrors(&message) =>
+                    {
+                        return self.relist(&id, *call, message);
+                    }
                     (ResultType::InputRequired, super::Asked::RoundTrip(call)) => {
                         return self.input_required(now, id, *call, &message);
                     }
@@ -535,7 +543,7 @@ impl Client {
     /// A sessionless `tools/list` result: each tool's `x-mcp-header` annotations are
     /// read into the mirrors its calls carry; a tool whose annotations are invalid is
     /// dropped from the result, and [`Event::ToolDropped`] says why (MODERN-7).
-    fn tools_listed(&mut self, message: Envelope) -> Envelope {
+    pub(super) fn tools_listed(&mut self, message: Envelope) -> Envelope {
         let crate::jsonrpc::Message::Response(response) = message.message() else {
             return message;
         };

@@ -134,6 +134,9 @@ enum Asked {
     /// `tools/call`, `resources/read` or `prompts/get`: at 2026-07-28 the server may
     /// answer `input_required`, and the client asks again (MODERN-23).
     RoundTrip(Box<rounds::Call>),
+    /// The `tools/list` the client sent itself after a call's `Mcp-Param-*` headers were
+    /// refused (MODERN-7): its answer refreshes the mirrors, and the call goes again.
+    Relist(Box<rounds::Relist>),
     /// Anything else.
     Other,
 }
@@ -685,12 +688,14 @@ impl Client {
         self.events.pop_front()
     }
 
-    /// The next deadline: a reconnection or a request's timeout.
+    /// The next deadline: a reconnection, or a request's timeout (one in flight, or one
+    /// waiting for the application's input: MODERN-23).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         [
             self.timers.first().map(|(at, _)| *at),
             self.pending.poll_timeout(),
+            self.rounds.next_deadline(),
         ]
         .into_iter()
         .flatten()
@@ -698,7 +703,8 @@ impl Client {
     }
 
     /// Acts on every deadline at or before `now`: reconnections, and requests past their
-    /// deadline (failed with [`RequestError::Timeout`], and cancelled at the server).
+    /// deadline (failed with [`RequestError::Timeout`], and cancelled at the server if
+    /// they were there).
     pub fn handle_timeout(&mut self, now: Instant) {
         while let Some(&(at, t)) = self.timers.first() {
             if at > now {
@@ -721,6 +727,7 @@ impl Client {
             self.push_failed(id.clone(), RequestError::Timeout);
             self.cancel_at_server(&id, Some("timeout"));
         }
+        self.expire_gathering(now);
     }
 
     /// The response head of exchange `x` arrived.

@@ -95,6 +95,19 @@ pub(super) fn refused(evidence: &Evidence, revision: Revision) -> Option<Settled
     })
 }
 
+/// Whether `message` is the server's refusal of a call's `Mcp-Param-*` headers: -32020
+/// (HeaderMismatch) naming them. Their tool's schema may have changed since it was
+/// listed, so the client lists the tools again before it gives up (MODERN-7).
+pub(super) fn refuses_mirrors(message: &Envelope) -> bool {
+    match message.message() {
+        Message::Error(e) => {
+            e.error.code == ErrorCode::HEADER_MISMATCH
+                && e.error.message.to_ascii_lowercase().contains("mcp-param")
+        }
+        _ => false,
+    }
+}
+
 /// The strings of a JSON array of strings.
 fn versions(list: &serde_json::Value) -> Option<Vec<String>> {
     list.as_array()?

@@ -26,6 +26,16 @@ pub(super) struct Call {
     round: u32,
     /// The application's id, once a round asked again under another.
     origin: Option<RequestId>,
+    /// Whether the tools were listed again for it already (a call's `Mcp-Param-*`
+    /// headers refused: at most once per call).
+    relisted: Relisted,
+}
+
+/// Whether a call had the tools listed again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Relisted {
+    No,
+    Once,
 }
 
 impl Call {
@@ -36,8 +46,26 @@ impl Call {
             deadline,
             round: 0,
             origin: None,
+            relisted: Relisted::No,
         }
     }
+
+    /// Whether a refusal of its `Mcp-Param-*` headers may be met by listing the tools
+    /// again: a `tools/call`, not relisted yet.
+    pub(super) fn may_relist(&self) -> bool {
+        &*self.method == "tools/call" && self.relisted == Relisted::No
+    }
+}
+
+/// A call whose `Mcp-Param-*` headers the server refused (-32020), while the client
+/// lists the tools again: their schemas may have changed since they were listed
+/// (MODERN-7). The call goes again once they are in; if they cannot be had, the refusal
+/// is the call's answer.
+#[derive(Debug)]
+pub(super) struct Relist {
+    call: Call,
+    app: RequestId,
+    refusal: Envelope,
 }
 
 /// A call waiting for the application's answers to its input requests.
@@ -65,6 +93,14 @@ pub(super) struct Rounds {
 impl Rounds {
     pub(super) fn is_empty(&self) -> bool {
         self.gathering.is_empty() && self.inputs.is_empty() && self.retries.is_empty()
+    }
+
+    /// The earliest deadline of a call waiting for the application's input.
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.gathering
+            .values()
+            .filter_map(|g| g.call.deadline)
+            .min()
     }
 
     /// The application's id of the request sent as `wire`, forgetting the mapping.
@@ -241,6 +277,11 @@ impl Client {
         } = gathering;
         let params = with_answers(call.params.as_deref(), &answers, state.as_deref());
         call.round += 1;
+        self.send_again(app, call, params);
+    }
+
+    /// `call` of the application's `app` goes again with `params`, under a new id.
+    fn send_again(&mut self, app: &RequestId, mut call: Call, params: Bytes) {
         call.origin = Some(app.clone());
         let method = call.method.clone();
         let deadline = call.deadline;
@@ -264,6 +305,48 @@ impl Client {
         });
     }
 
+    /// The server refused the `Mcp-Param-*` headers of `wire`, a `tools/call`: list the
+    /// tools again (under an id that answers for the application's call), then the call
+    /// goes again with the headers their schemas now ask for.
+    pub(super) fn relist(&mut self, wire: &RequestId, mut call: Call, refusal: Envelope) {
+        let app = self.rounds.origin(wire);
+        call.relisted = Relisted::Once;
+        let deadline = call.deadline;
+        let relist = Relist {
+            call,
+            app: app.clone(),
+            refusal: refusal.clone(),
+        };
+        let Ok(list) = self
+            .pending
+            .register(Asked::Relist(Box::new(relist)), deadline)
+        else {
+            let answer = self.as_answer_to(refusal, &app);
+            return self.events.push_back(Event::Response(answer));
+        };
+        // A failure of the listing is the call's, under the application's id.
+        self.rounds.retries.insert(list.clone(), app);
+        self.send_or_wait(Outbound::Call {
+            id: Some(list),
+            method: "tools/list".into(),
+            params: None,
+        });
+    }
+
+    /// The answer to the listing of [`relist`](Self::relist), under `list`: the mirrors
+    /// are refreshed and the call goes again; without tools, the refusal is its answer.
+    pub(super) fn relisted(&mut self, list: &RequestId, relist: Relist, answer: Envelope) {
+        let Relist { call, app, refusal } = relist;
+        self.rounds.origin(list);
+        if answer.kind() != crate::jsonrpc::Kind::Response {
+            let answer = self.as_answer_to(refusal, &app);
+            return self.events.push_back(Event::Response(answer));
+        }
+        let _ = self.tools_listed(answer);
+        let params = call.params.clone().unwrap_or_default();
+        self.send_again(&app, call, params);
+    }
+
     /// Forgets a gathering call and its unanswered input requests.
     fn drop_gathering(&mut self, app: &RequestId) -> bool {
         self.rounds.inputs.retain(|_, (a, _)| a != app);
@@ -278,6 +361,25 @@ impl Client {
             return None;
         }
         Some(self.rounds.wire_of(app).unwrap_or_else(|| app.clone()))
+    }
+
+    /// Fails with [`RequestError::Timeout`] the calls whose deadline passed while they
+    /// waited for the application's input (nothing of theirs is at the server).
+    pub(super) fn expire_gathering(&mut self, now: Instant) {
+        let expired: Vec<RequestId> = self
+            .rounds
+            .gathering
+            .iter()
+            .filter(|(_, g)| g.call.deadline.is_some_and(|at| at <= now))
+            .map(|(app, _)| app.clone())
+            .collect();
+        for app in expired {
+            self.drop_gathering(&app);
+            self.events.push_back(Event::Failed {
+                id: app,
+                error: RequestError::Timeout,
+            });
+        }
     }
 
     /// Fails every call waiting for input (the client closed, the session ended).
