@@ -46,6 +46,8 @@ struct Server {
     inner: Inner,
     /// The sessions whose `notifications/initialized` the server took, in order.
     initialized: Initialized,
+    /// How many `until_cancelled` calls stopped because the client gave them up.
+    stopped: Arc<AtomicUsize>,
 }
 
 type Initialized = Arc<Mutex<Vec<SessionId>>>;
@@ -170,9 +172,12 @@ fn ask_params() -> Value {
 
 /// `echo` returns its text; `count` sends `n` progress notifications (`delay_ms`, 10 by
 /// default, apart),
-/// then answers `n`; `ask` asks the client for a name (elicitation) and returns it.
+/// then answers `n`; `ask` asks the client for a name (elicitation) and returns it;
+/// `until_cancelled` sends progress every 10 ms until the client gives the call up, and
+/// counts that in [`Server::stopped`].
 fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
     let initialized = Initialized::default();
+    let stopped = Arc::new(AtomicUsize::new(0));
     let (inner, uri) = match adapter {
         Adapter::Blocking => {
             use mcpwire_blocking::app::{Call, Tools, text_result};
@@ -210,7 +215,23 @@ fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
                             answer["content"]["name"].as_str().unwrap_or("?"),
                         ))
                     },
-                );
+                )
+                .with_tool("until_cancelled", "", json!({"type": "object"}), {
+                    let stopped = Arc::clone(&stopped);
+                    move |call: &Call, _: Value| {
+                        let started = Instant::now();
+                        let mut i = 0_u32;
+                        while !call.is_cancelled() && started.elapsed() < TIMEOUT {
+                            i += 1;
+                            let _ = call.progress(f64::from(i), None);
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
+                        if call.is_cancelled() {
+                            stopped.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Ok(text_result("never given up"))
+                    }
+                });
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             let addr = listener.local_addr().unwrap();
             let options = ServeOptions::new()
@@ -271,7 +292,26 @@ fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
                             answer["content"]["name"].as_str().unwrap_or("?"),
                         ))
                     },
-                );
+                )
+                .with_tool("until_cancelled", "", json!({"type": "object"}), {
+                    let stopped = Arc::clone(&stopped);
+                    move |call, _a: Value| {
+                        let stopped = Arc::clone(&stopped);
+                        async move {
+                            let started = Instant::now();
+                            let mut i = 0_u32;
+                            while !call.is_cancelled() && started.elapsed() < TIMEOUT {
+                                i += 1;
+                                let _ = call.progress(f64::from(i), None);
+                                tokio::time::sleep(Duration::from_millis(10)).await;
+                            }
+                            if call.is_cancelled() {
+                                stopped.fetch_add(1, Ordering::SeqCst);
+                            }
+                            Ok(text_result("never given up"))
+                        }
+                    }
+                });
             // `mount` spawns the service's driver task: inside the runtime.
             let service = {
                 let _runtime = rt.enter();
@@ -295,7 +335,14 @@ fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
             )
         }
     };
-    (Server { inner, initialized }, uri)
+    (
+        Server {
+            inner,
+            initialized,
+            stopped,
+        },
+        uri,
+    )
 }
 
 fn connect_with(config: client::Config) -> (McpClient, Receiver<ServerMessage>) {
@@ -768,4 +815,64 @@ fn resume_4_a_refused_get_stream_resume_is_reported_as_a_stream_reset_blocking_s
 #[test]
 fn resume_4_a_refused_get_stream_resume_is_reported_as_a_stream_reset_tokio_server() {
     stream_reset(Adapter::Tokio);
+}
+
+/// The call an application makes (issue 25): `start_tool_call` hands each call its own
+/// progress, then its result, in every era; a call given up mid-stream (dropped) stops
+/// the server's tool: at 2026-07-28 by closing its response (MODERN-11), before with
+/// `notifications/cancelled`.
+fn call_tool_in_every_era(adapter: Adapter) {
+    let config = Config::new().with_legacy(Some(LegacyPaths {
+        sse: "/sse".into(),
+        messages: "/messages".into(),
+    }));
+    let (server, uri) = start(adapter, config);
+    let sse: http::Uri = format!("http://{}/sse", uri.authority().unwrap())
+        .parse()
+        .unwrap();
+    let configs = [
+        (client::Config::new(uri.clone()), Era::Sessionless),
+        (sessions(uri), Era::Sessions),
+        (
+            client::Config::new(sse).with_revision(client::Revision::Era(Era::HttpSse)),
+            Era::HttpSse,
+        ),
+    ];
+    for (config, era) in configs {
+        let (client, _messages) = connect_with(config);
+        assert_eq!(client.era(), era);
+        let mut call = client
+            .start_tool_call("count", json!({"n": 3}), Some(TIMEOUT))
+            .unwrap();
+        let mut steps = Vec::new();
+        while let Some(step) = call.progress() {
+            steps.push(step.progress);
+        }
+        assert_eq!(steps, [1.0, 2.0, 3.0], "{era}");
+        assert_eq!(call.result().unwrap()["content"][0]["text"], "3", "{era}");
+        let echoed = client.call_tool("echo", json!({"text": "hi"})).unwrap();
+        assert_eq!(echoed["content"][0]["text"], "hi", "{era}");
+        let before = server.stopped.load(Ordering::SeqCst);
+        let mut call = client
+            .start_tool_call("until_cancelled", json!({}), None)
+            .unwrap();
+        assert!(call.progress().is_some(), "{era}: the tool runs");
+        drop(call);
+        let deadline = Instant::now() + TIMEOUT;
+        while server.stopped.load(Ordering::SeqCst) == before {
+            assert!(Instant::now() < deadline, "{era}: the tool never stopped");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        client.close();
+    }
+}
+
+#[test]
+fn modern_11_call_tool_with_progress_in_every_era_blocking_server() {
+    call_tool_in_every_era(Adapter::Blocking);
+}
+
+#[test]
+fn modern_11_call_tool_with_progress_in_every_era_tokio_server() {
+    call_tool_in_every_era(Adapter::Tokio);
 }

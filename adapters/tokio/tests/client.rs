@@ -72,6 +72,8 @@ struct Server {
     service: McpService,
     uri: http::Uri,
     initialized: Initialized,
+    /// How many `until_cancelled` calls stopped because the client gave them up.
+    stopped: Arc<AtomicUsize>,
 }
 
 impl Server {
@@ -99,6 +101,7 @@ async fn start_server(config: Config) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (service, events) = McpService::new(config, counter_entropy(5));
+    let stopped = Arc::new(AtomicUsize::new(0));
     let tools = Tools::new()
         .with_tool(
             "echo",
@@ -118,7 +121,26 @@ async fn start_server(config: Config) -> Server {
                 }
                 Ok(text_result(&n.to_string()))
             },
-        );
+        )
+        .with_tool("until_cancelled", "", json!({"type": "object"}), {
+            let stopped = Arc::clone(&stopped);
+            move |call, _a: Value| {
+                let stopped = Arc::clone(&stopped);
+                async move {
+                    let started = Instant::now();
+                    let mut i = 0_u32;
+                    while !call.is_cancelled() && started.elapsed() < TIMEOUT {
+                        i += 1;
+                        let _ = call.progress(f64::from(i), None);
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    if call.is_cancelled() {
+                        stopped.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Ok(text_result("never given up"))
+                }
+            }
+        });
     let initialized = Initialized::default();
     let handler = Watched {
         tools,
@@ -130,6 +152,7 @@ async fn start_server(config: Config) -> Server {
         service,
         uri: format!("http://{addr}/mcp").parse().unwrap(),
         initialized,
+        stopped,
     }
 }
 
@@ -487,4 +510,57 @@ async fn resume_4_a_refused_get_stream_resume_is_reported_as_a_stream_reset() {
     assert_eq!(server.service.with_server(|s, _| s.session_count()), 1);
     no_lifecycle(&mut messages);
     client.close().await;
+}
+
+/// The call an application makes (issue 25): `start_tool_call` hands each call its own
+/// progress, then its result, in every era; a call given up mid-stream (dropped) stops
+/// the server's tool: at 2026-07-28 by closing its response (MODERN-11), before with
+/// `notifications/cancelled`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_11_call_tool_with_progress_in_every_era() {
+    let server = start_server(Config::new().with_legacy(Some(LegacyPaths {
+        sse: "/sse".into(),
+        messages: "/messages".into(),
+    })))
+    .await;
+    let uri = server.uri.clone();
+    let sse: http::Uri = format!("http://{}/sse", uri.authority().unwrap())
+        .parse()
+        .unwrap();
+    let configs = [
+        (client::Config::new(uri.clone()), Era::Sessionless),
+        (sessions(uri), Era::Sessions),
+        (
+            client::Config::new(sse).with_revision(client::Revision::Era(Era::HttpSse)),
+            Era::HttpSse,
+        ),
+    ];
+    for (config, era) in configs {
+        let (client, _messages) = connect_with(config).await;
+        assert_eq!(client.era(), era);
+        let mut call = client
+            .start_tool_call("count", json!({"n": 3}), Some(TIMEOUT))
+            .unwrap();
+        let mut steps = Vec::new();
+        while let Some(step) = call.progress().await {
+            steps.push(step.progress);
+        }
+        assert_eq!(steps, [1.0, 2.0, 3.0], "{era}");
+        let result = call.result().await.unwrap();
+        assert_eq!(result["content"][0]["text"], "3", "{era}");
+        let echoed = client.call_tool("echo", json!({"text": "hi"})).await;
+        assert_eq!(echoed.unwrap()["content"][0]["text"], "hi", "{era}");
+        let before = server.stopped.load(Ordering::SeqCst);
+        let mut call = client
+            .start_tool_call("until_cancelled", json!({}), None)
+            .unwrap();
+        assert!(call.progress().await.is_some(), "{era}: the tool runs");
+        drop(call);
+        let deadline = Instant::now() + TIMEOUT;
+        while server.stopped.load(Ordering::SeqCst) == before {
+            assert!(Instant::now() < deadline, "{era}: the tool never stopped");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        client.close().await;
+    }
 }
