@@ -89,7 +89,7 @@ use mcpwire::Entropy;
 use mcpwire::client::{
     CallUpdate, Calls, Client, Config, Delivery, ExchangeId, RequestError, Transmit,
 };
-use mcpwire::jsonrpc::RequestId;
+use mcpwire::jsonrpc::{Envelope, RequestId};
 use mcpwire::{Era, ProtocolVersion};
 use serde_json::Value;
 
@@ -668,6 +668,22 @@ impl McpClient {
         Ok(self.handle(id, rx))
     }
 
+    /// Opens a `subscriptions/listen` stream (2026-07-28, MODERN-13) for `notifications`
+    /// (`{"toolsListChanged": true, …}`): the [`Call`]'s
+    /// [`notification`](Call::notification)s are the server's, the acknowledgement first;
+    /// dropping it closes the stream.
+    ///
+    /// # Errors
+    /// [`RequestError::Unsendable`] in the older eras (their list changes come on the
+    /// receiver of [`connect`](Self::connect)); as [`start_call`](Self::start_call).
+    pub fn listen(&self, notifications: Value) -> Result<Call, CallError> {
+        let (tx, rx) = mpsc::channel();
+        let id = self
+            .shared
+            .with(|state, now| state.calls.listen(now, notifications, tx))?;
+        Ok(self.handle(id, rx))
+    }
+
     fn handle(&self, id: RequestId, updates: Receiver<CallUpdate>) -> Call {
         Call {
             id,
@@ -763,19 +779,39 @@ impl Call {
         &self.id
     }
 
-    /// Blocks for the next progress notification of this call, in the order the server
-    /// sent them; `None` once the call has ended (its result is then ready for
+    /// Blocks for the next progress notification of this tool call, in the order the server sent
+    /// them; `None` once the call has ended (its result is then ready for
     /// [`result`](Self::result)).
     pub fn progress(&mut self) -> Option<Progress> {
+        loop {
+            if let CallUpdate::Progress(p) = self.next()? {
+                return Some(p);
+            }
+        }
+    }
+
+    /// Blocks for the next notification of this listen ([`McpClient::listen`]), in the order the
+    /// server sent them (`notifications/subscriptions/acknowledged` first); `None` once
+    /// the server ended the stream.
+    pub fn notification(&mut self) -> Option<Envelope> {
+        loop {
+            if let CallUpdate::Notification(n) = self.next()? {
+                return Some(n);
+            }
+        }
+    }
+
+    /// The next update before the outcome, which is kept for [`result`](Self::result).
+    fn next(&mut self) -> Option<CallUpdate> {
         if !matches!(self.outcome, Outcome::Waiting) {
             return None;
         }
         match self.updates.recv() {
-            Ok(CallUpdate::Progress(p)) => Some(p),
             Ok(CallUpdate::Done(r)) => {
                 self.outcome = Outcome::Ready(r);
                 None
             }
+            Ok(update) => Some(update),
             Err(_) => {
                 self.outcome = Outcome::Ready(Err(CallError::Closed));
                 None

@@ -55,7 +55,7 @@ use mcpwire::ProtocolVersion;
 use mcpwire::client::{
     CallUpdate, Calls, Client, Config, Delivery, ExchangeId, RequestError, Transmit,
 };
-use mcpwire::jsonrpc::RequestId;
+use mcpwire::jsonrpc::{Envelope, RequestId};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -262,6 +262,22 @@ impl McpClient {
         Ok(self.handle(id, rx))
     }
 
+    /// Opens a `subscriptions/listen` stream (2026-07-28, MODERN-13) for `notifications`
+    /// (`{"toolsListChanged": true, …}`): the [`Call`]'s
+    /// [`notification`](Call::notification)s are the server's, the acknowledgement first;
+    /// dropping it closes the stream.
+    ///
+    /// # Errors
+    /// [`RequestError::Unsendable`] in the older eras (their list changes come on the
+    /// receiver of [`connect`](Self::connect)); as [`start_call`](Self::start_call).
+    pub fn listen(&self, notifications: Value) -> Result<Call, CallError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let id = self
+            .shared
+            .with(|c, now| c.listen(now, notifications, tx))?;
+        Ok(self.handle(id, rx))
+    }
+
     fn handle(&self, id: RequestId, updates: mpsc::UnboundedReceiver<CallUpdate>) -> Call {
         Call {
             id,
@@ -353,19 +369,39 @@ impl Call {
         &self.id
     }
 
-    /// The next progress notification for this call, in the order the server sent them;
-    /// `None` once the call has ended (its result is then ready for
+    /// The next progress notification of this tool call, in the order the server sent
+    /// them; `None` once the call has ended (its result is then ready for
     /// [`result`](Self::result)).
     pub async fn progress(&mut self) -> Option<Progress> {
+        loop {
+            if let CallUpdate::Progress(p) = self.next().await? {
+                return Some(p);
+            }
+        }
+    }
+
+    /// The next notification of this listen ([`McpClient::listen`]), in the order the
+    /// server sent them (`notifications/subscriptions/acknowledged` first); `None` once
+    /// the server ended the stream.
+    pub async fn notification(&mut self) -> Option<Envelope> {
+        loop {
+            if let CallUpdate::Notification(n) = self.next().await? {
+                return Some(n);
+            }
+        }
+    }
+
+    /// The next update before the outcome, which is kept for [`result`](Self::result).
+    async fn next(&mut self) -> Option<CallUpdate> {
         if !matches!(self.outcome, Outcome::Waiting) {
             return None;
         }
         match self.updates.recv().await {
-            Some(CallUpdate::Progress(p)) => Some(p),
             Some(CallUpdate::Done(r)) => {
                 self.outcome = Outcome::Ready(r);
                 None
             }
+            Some(update) => Some(update),
             None => {
                 self.outcome = Outcome::Ready(Err(CallError::Closed));
                 None

@@ -78,12 +78,15 @@ pub struct Progress {
     pub notification: Envelope,
 }
 
-/// What a call's sender receives: any number of progress notifications, then exactly one
-/// outcome.
+/// What a call's sender receives: any number of progress notifications (a tool call's)
+/// or subscribed notifications (a listen's), then exactly one outcome.
 #[derive(Debug)]
 pub enum CallUpdate {
     /// Progress of the call's work.
     Progress(Progress),
+    /// A notification on a `subscriptions/listen` stream (MODERN-13), after its
+    /// `notifications/subscriptions/acknowledged`.
+    Notification(Envelope),
     /// The result, or why there is none. Nothing follows it.
     Done(Result<Value, CallError>),
 }
@@ -103,6 +106,17 @@ struct Caller<S> {
     sender: S,
     /// The progress token its params carry, when progress is routed to it.
     token: Option<String>,
+    /// Whether it is a `subscriptions/listen`, whose tagged notifications are its own.
+    kind: CallKind,
+}
+
+/// What a caller is owed besides its outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CallKind {
+    /// Its outcome, and progress if it has a token.
+    Request,
+    /// The notifications of its subscription (MODERN-13).
+    Listen,
 }
 
 /// The client core and the application's callers. See the [module docs](self).
@@ -170,6 +184,7 @@ impl<S: Clone> Calls<S> {
             Caller {
                 sender,
                 token: None,
+                kind: CallKind::Request,
             },
         );
         Ok(id)
@@ -201,6 +216,38 @@ impl<S: Clone> Calls<S> {
             caller.token = Some(token.clone());
         }
         self.tokens.insert(token, id.clone());
+        Ok(id)
+    }
+
+    /// Opens a `subscriptions/listen` stream (2026-07-28, MODERN-13) for `notifications`
+    /// (`{"toolsListChanged": true, "resourceSubscriptions": ["file:///x"], …}`): every
+    /// notification the server tags with this request's id goes to `sender` as
+    /// [`CallUpdate::Notification`], the acknowledgement first, until the server ends the
+    /// stream ([`CallUpdate::Done`]) or the application [`cancel`](Self::cancel)s it,
+    /// which closes it.
+    ///
+    /// # Errors
+    /// [`RequestError::Unsendable`] in the older eras, which have no such request: their
+    /// list changes come as [`ServerMessage::Notification`]s on the session's stream.
+    /// Otherwise as [`call`](Self::call).
+    pub fn listen(
+        &mut self,
+        now: Instant,
+        notifications: Value,
+        sender: S,
+    ) -> Result<RequestId, CallError> {
+        if self.core.era() != Era::Sessionless {
+            return Err(CallError::Request(RequestError::Unsendable(format!(
+                "subscriptions/listen is a request of 2026-07-28, and this client speaks {}: \
+                 list changes come with the server's messages",
+                self.core.era()
+            ))));
+        }
+        let params = serde_json::json!({ "notifications": notifications });
+        let id = self.call(now, "subscriptions/listen", Some(&params), None, sender)?;
+        if let Some(caller) = self.callers.get_mut(&id) {
+            caller.kind = CallKind::Listen;
+        }
         Ok(id)
     }
 
@@ -300,10 +347,8 @@ impl<S: Clone> Calls<S> {
                     deliver(Delivery::Call(caller.sender, done));
                 }
             }
-            Event::Notification(m) => match self.progress_of(&m) {
-                Some((sender, progress)) => {
-                    deliver(Delivery::Call(sender, CallUpdate::Progress(progress)));
-                }
+            Event::Notification(m) => match self.owner_of(&m) {
+                Some((sender, update)) => deliver(Delivery::Call(sender, update)),
                 None => deliver(Delivery::Message(ServerMessage::Notification(m))),
             },
             Event::Request(m) => deliver(Delivery::Message(ServerMessage::Request(m))),
@@ -327,16 +372,27 @@ impl<S: Clone> Calls<S> {
         }
     }
 
-    /// A progress notification for one of the calls, with its sender.
-    fn progress_of(&self, m: &Envelope) -> Option<(S, Progress)> {
+    /// The call a notification belongs to, with its sender and the update: a listen's
+    /// notification (tagged with its id: MODERN-13), or progress under a call's token.
+    fn owner_of(&self, m: &Envelope) -> Option<(S, CallUpdate)> {
+        let params: Value = serde_json::from_str(m.payload()?.as_str()).ok()?;
+        let listen = params
+            .get("_meta")
+            .and_then(|meta| meta.get(crate::meta::SUBSCRIPTION_ID))
+            .and_then(|id| match id {
+                Value::Number(n) => n.as_i64().map(RequestId::int),
+                Value::String(s) => Some(RequestId::string(s)),
+                _ => None,
+            })
+            .and_then(|id| self.callers.get(&id))
+            .filter(|caller| caller.kind == CallKind::Listen);
+        if let Some(caller) = listen {
+            return Some((caller.sender.clone(), CallUpdate::Notification(m.clone())));
+        }
         if m.method() != Some("notifications/progress") {
             return None;
         }
-        let params: Value = serde_json::from_str(m.payload()?.as_str()).ok()?;
-        let token = match params.get("progressToken")? {
-            Value::String(s) => s.as_str(),
-            _ => return None,
-        };
+        let token = params.get("progressToken")?.as_str()?;
         let caller = self.callers.get(self.tokens.get(token)?)?;
         let progress = Progress {
             progress: params.get("progress")?.as_f64()?,
@@ -347,7 +403,7 @@ impl<S: Clone> Calls<S> {
                 .map(str::to_owned),
             notification: m.clone(),
         };
-        Some((caller.sender.clone(), progress))
+        Some((caller.sender.clone(), CallUpdate::Progress(progress)))
     }
 
     fn forget_token(&mut self, token: Option<String>) {
