@@ -18,23 +18,15 @@ mod common;
 mod npm;
 #[path = "common/pki.rs"]
 mod pki;
+#[path = "common/ts.rs"]
+mod ts;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use common::{ADAPTERS, BIN, start_on};
+use common::{ADAPTERS, start_on};
 use npm::{run_bounded, sdk};
 use serde_json::{Value, json};
-
-/// How long one scenario (a TS client run, an `mcpwire call`) may take: each takes about
-/// a second; the bound is there for a loaded machine and for a hang.
-const RUN: Duration = Duration::from_secs(30);
-
-/// How long a server may take to say it listens, or to log an expected event.
-const WAIT: Duration = Duration::from_secs(15);
+use ts::{RUN, TsServer, mcpwire_call, mcpwire_call_with, steps, text_result};
 
 /// Runs `ts-client.mjs URL MODE` and returns its JSON line, failing with its output when
 /// it fails.
@@ -63,187 +55,6 @@ fn ts_client_with(url: &str, mode: &str, env: &[(&str, &str)]) -> Value {
     );
     let line = stdout.lines().last().unwrap_or_default();
     serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {stdout}"))
-}
-
-/// `ts-server.mjs` running: killed when dropped.
-struct TsServer {
-    child: Child,
-    /// Held open: the script exits when it reads the end of its input, so an aborted
-    /// test process leaves no server behind.
-    _stdin: ChildStdin,
-    /// The port, then one JSON event per line.
-    lines: Receiver<String>,
-    /// The events read so far.
-    events: Vec<Value>,
-    /// What the script wrote on stderr, for the failure messages.
-    stderr: Arc<Mutex<String>>,
-    port: u16,
-}
-
-impl Drop for TsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl TsServer {
-    fn start(mode: &str) -> Self {
-        let dir = sdk();
-        let mut child = Command::new("node")
-            .args(["ts-server.mjs", "0", mode])
-            .current_dir(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("node runs ts-server.mjs");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let pipe = BufReader::new(child.stderr.take().expect("piped stderr"));
-        let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            for line in pipe.lines().map_while(Result::ok) {
-                let mut text = sink
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                text.push_str(&line);
-                text.push('\n');
-            }
-        });
-        let stdin = child.stdin.take().expect("piped stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut server = Self {
-            child,
-            _stdin: stdin,
-            lines,
-            events: Vec::new(),
-            stderr,
-            port: 0,
-        };
-        let first = server.lines.recv_timeout(WAIT).unwrap_or_else(|e| {
-            panic!(
-                "ts-server.mjs {mode} printed no port within {WAIT:?} ({e}); stderr:\n{}",
-                server.stderr_text()
-            )
-        });
-        server.port = first
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("ts-server.mjs printed {first:?}, not a port"));
-        server
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    /// Reads events until one named `name` satisfies `check`; returns it.
-    fn wait_for(&mut self, name: &str, check: impl Fn(&Value) -> bool) -> Value {
-        let matches = |e: &Value| e["event"] == name && check(e);
-        if let Some(e) = self.events.iter().find(|e| matches(e)) {
-            return e.clone();
-        }
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    let event: Value = serde_json::from_str(&line)
-                        .unwrap_or_else(|e| panic!("ts-server.mjs printed {line:?}: {e}"));
-                    self.events.push(event.clone());
-                    if matches(&event) {
-                        return event;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => panic!(
-                    "ts-server.mjs logged no {name:?} event within {WAIT:?}; events: {:?}\nstderr:\n{}",
-                    self.events,
-                    self.stderr_text()
-                ),
-            }
-        }
-    }
-
-    fn stderr_text(&self) -> String {
-        self.stderr
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    /// The events named `name` read so far.
-    fn seen(&self, name: &str) -> Vec<&Value> {
-        self.events.iter().filter(|e| e["event"] == name).collect()
-    }
-}
-
-/// What `mcpwire call` printed: the result, the `connected (VERSION, TRANSPORT)` line and
-/// the progress notifications.
-struct Called {
-    result: Value,
-    connected: String,
-    progress: Vec<Value>,
-}
-
-/// Runs `mcpwire call URL TOOL ARGS`, which must succeed.
-fn mcpwire_call(url: &str, tool: &str, args: &Value) -> Called {
-    mcpwire_call_with(&[], url, tool, args)
-}
-
-/// [`mcpwire_call`] with more options (`--blocking`).
-fn mcpwire_call_with(options: &[&str], url: &str, tool: &str, args: &Value) -> Called {
-    let timeout_ms = (RUN.as_millis() - 5_000).to_string();
-    let out = run_bounded(
-        Command::new(BIN)
-            .args(["call", "--timeout-ms", &timeout_ms])
-            .args(options)
-            .args([url, tool, &args.to_string()]),
-        RUN,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "mcpwire call {url} {tool} failed ({}):\n{stderr}\n{stdout}",
-        out.status
-    );
-    let connected = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("mcpwire call: connected "))
-        .unwrap_or_else(|| panic!("no connected line: {stderr}"))
-        .to_owned();
-    let progress = stderr
-        .lines()
-        .filter_map(|l| l.strip_prefix("mcpwire call: progress "))
-        .map(|p| serde_json::from_str(p).unwrap_or_else(|e| panic!("progress {p:?}: {e}")))
-        .collect();
-    let result = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("the result is not JSON ({e}): {stdout}"));
-    Called {
-        result,
-        connected,
-        progress,
-    }
-}
-
-/// The progress `mcpwire call` must print for `slow_count {n}`: every step, in order.
-fn steps(n: u32) -> Vec<Value> {
-    (1..=n)
-        .map(|i| json!({"progress": i, "total": n}))
-        .collect()
-}
-
-fn text_result(text: &str) -> Value {
-    json!({"content": [{"type": "text", "text": text}]})
 }
 
 /// The SDK's Streamable HTTP client against `mcpwire serve`: initialize (2025-11-25), the
@@ -339,7 +150,7 @@ fn legacy_3_ts_sse_client_against_serve_legacy_endpoints() {
 /// takes as the end of the session.
 #[test]
 fn http_delete_1_mcpwire_call_against_ts_streamable_server() {
-    let mut server = TsServer::start("streamable");
+    let mut server = TsServer::start("ts-server.mjs", "streamable");
     let url = server.url("/mcp");
     let echo = mcpwire_call(&url, "echo", &json!({"text": "héllo ✓ \"q\"\nline two"}));
     assert_eq!(echo.result, text_result("héllo ✓ \"q\"\nline two"));
@@ -366,10 +177,16 @@ fn http_delete_1_mcpwire_call_against_ts_streamable_server() {
 /// `retry`, the SDK replays from its store, and every step and the result arrive.
 #[test]
 fn resume_4_mcpwire_call_resumes_from_the_ts_event_store() {
-    let mut server = TsServer::start("polling");
+    let mut server = TsServer::start("ts-server.mjs", "polling");
     let url = server.url("/mcp");
     let count = mcpwire_call(&url, "slow_count", &json!({"n": 4, "delay_ms": 30}));
     assert_eq!(count.result, text_result("4"));
+    // The default, `--revision auto`: the SDK 1.32 server refuses the 2026-07-28 probe,
+    // and the call settles on the session era.
+    assert_eq!(
+        count.connected,
+        "(2025-11-25, Streamable HTTP with sessions)"
+    );
     assert_eq!(count.progress, steps(4));
     let opened = server.wait_for("session-initialized", |_| true);
     let session = opened["session"].as_str().expect("a session id").to_owned();
@@ -391,7 +208,7 @@ fn resume_4_mcpwire_call_resumes_from_the_ts_event_store() {
 /// `/messages?sessionId=` and gets the responses and progress on the stream (2024-11-05).
 #[test]
 fn legacy_6_mcpwire_call_falls_back_to_the_ts_sse_server() {
-    let mut server = TsServer::start("legacy");
+    let mut server = TsServer::start("ts-server.mjs", "legacy");
     let count = mcpwire_call(
         &server.url("/sse"),
         "slow_count",
@@ -424,7 +241,7 @@ fn resume_4_legacy_6_mcpwire_call_blocking_against_the_ts_servers() {
         ("polling", "/mcp"),
         ("legacy", "/sse"),
     ] {
-        let mut server = TsServer::start(mode);
+        let mut server = TsServer::start("ts-server.mjs", mode);
         let url = server.url(path);
         let args = json!({"n": 3, "delay_ms": 30});
         let count = mcpwire_call_with(&["--blocking"], &url, "slow_count", &args);
