@@ -78,7 +78,8 @@ impl mcpwire_blocking::app::Handler for Watched<mcpwire_blocking::app::Tools> {
     }
 
     fn capabilities(&self) -> Value {
-        self.tools.capabilities()
+        // `touch` changes the list: a listen may ask to hear it (MODERN-13).
+        json!({"tools": {"listChanged": true}})
     }
 
     fn observe(&self, event: &mcpwire::server::Event) {
@@ -100,7 +101,8 @@ impl mcpwire_tokio::app::Handler for Watched<mcpwire_tokio::app::Tools> {
     }
 
     fn capabilities(&self) -> Value {
-        self.tools.capabilities()
+        // `touch` changes the list: a listen may ask to hear it (MODERN-13).
+        json!({"tools": {"listChanged": true}})
     }
 
     fn observe(&self, event: &mcpwire::server::Event) {
@@ -174,7 +176,7 @@ fn ask_params() -> Value {
 /// default, apart),
 /// then answers `n`; `ask` asks the client for a name (elicitation) and returns it;
 /// `until_cancelled` sends progress every 10 ms until the client gives the call up, and
-/// counts that in [`Server::stopped`].
+/// counts that in [`Server::stopped`]; `touch` announces a change of the tool list.
 fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
     let initialized = Initialized::default();
     let stopped = Arc::new(AtomicUsize::new(0));
@@ -214,6 +216,15 @@ fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
                         Ok(text_result(
                             answer["content"]["name"].as_str().unwrap_or("?"),
                         ))
+                    },
+                )
+                .with_tool(
+                    "touch",
+                    "",
+                    json!({"type": "object"}),
+                    |call: &Call, _: Value| {
+                        call.changed(&mcpwire_blocking::app::Change::Tools);
+                        Ok(text_result("touched"))
                     },
                 )
                 .with_tool("until_cancelled", "", json!({"type": "object"}), {
@@ -291,6 +302,15 @@ fn start(adapter: Adapter, config: Config) -> (Server, http::Uri) {
                         Ok(text_result(
                             answer["content"]["name"].as_str().unwrap_or("?"),
                         ))
+                    },
+                )
+                .with_tool(
+                    "touch",
+                    "",
+                    json!({"type": "object"}),
+                    |call, _a: Value| async move {
+                        call.changed(&mcpwire_tokio::app::Change::Tools);
+                        Ok(text_result("touched"))
                     },
                 )
                 .with_tool("until_cancelled", "", json!({"type": "object"}), {
@@ -875,4 +895,47 @@ fn modern_11_call_tool_with_progress_in_every_era_blocking_server() {
 #[test]
 fn modern_11_call_tool_with_progress_in_every_era_tokio_server() {
     call_tool_in_every_era(Adapter::Tokio);
+}
+
+/// The client's side of a listen (MODERN-13): the `Call` of `McpClient::listen` yields the
+/// acknowledgement, then the tool list's changes; dropping it closes the stream, and a
+/// session-era client has no such request.
+fn listen(adapter: Adapter) {
+    let (_server, uri) = start(adapter, Config::new());
+    let (client, _messages) = connect_with(client::Config::new(uri.clone()));
+    assert_eq!(client.era(), Era::Sessionless);
+    let mut listen = client.listen(json!({"toolsListChanged": true})).unwrap();
+    let mut next = || {
+        let n = listen.notification().expect("a notification");
+        serde_json::from_str::<Value>(n.text().as_str()).unwrap()
+    };
+    let ack = next();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    for _ in 0..2 {
+        let touched = client.call_tool("touch", json!({})).unwrap();
+        assert_eq!(touched["content"][0]["text"], "touched");
+        assert_eq!(next()["method"], "notifications/tools/list_changed");
+    }
+    drop(listen);
+    client.close();
+    let (client, _messages) = connect(uri);
+    assert!(matches!(
+        client.listen(json!({"toolsListChanged": true})),
+        Err(CallError::Request(RequestError::Unsendable(_)))
+    ));
+    client.close();
+}
+
+#[test]
+fn modern_13_the_client_listens_blocking_server() {
+    listen(Adapter::Blocking);
+}
+
+#[test]
+fn modern_13_the_client_listens_tokio_server() {
+    listen(Adapter::Tokio);
 }

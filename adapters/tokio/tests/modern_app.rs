@@ -252,3 +252,73 @@ async fn modern_7_a_tools_mirrored_parameters_are_checked_against_its_headers() 
         "the body has a region, the headers none"
     );
 }
+
+/// The client's side of a listen (MODERN-13): `McpClient::listen` opens the stream, its
+/// `Call` yields the acknowledgement and then the changes it subscribed to (a tool's, on
+/// another connection, and the application's), not the others; the server's graceful end
+/// ends it with the listen's result. A session-era client has no such request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_13_the_client_listens_until_the_server_ends_the_stream() {
+    use mcpwire_tokio::client::{CallError as ClientError, McpClient};
+    let (addr, app) = start().await;
+    let uri: http::Uri = format!("http://{addr}/mcp").parse().unwrap();
+    let config = mcpwire::client::Config::new(uri.clone());
+    let (client, _messages) = McpClient::connect(config, counter_entropy(6))
+        .await
+        .expect("connected");
+    assert_eq!(client.era(), mcpwire::Era::Sessionless);
+    let mut listen = client
+        .listen(json!({"toolsListChanged": true}))
+        .expect("listening");
+    let ack = next(&mut listen).await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    let touched = client.call_tool("touch", json!({})).await.unwrap();
+    assert_eq!(touched["content"][0]["text"], "touched");
+    let changed = next(&mut listen).await;
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+    let handle = app.handle.get().expect("the layer's handle");
+    handle.changed(&Change::Prompts);
+    handle.changed(&Change::Tools);
+    let changed = next(&mut listen).await;
+    assert_eq!(
+        changed["method"], "notifications/tools/list_changed",
+        "no prompts change reaches a listen that did not ask for it"
+    );
+    handle.end_listens();
+    let end = tokio::time::timeout(Duration::from_secs(5), listen.result())
+        .await
+        .expect("in time")
+        .expect("the listen's result");
+    assert!(
+        end["_meta"]["io.modelcontextprotocol/subscriptionId"].is_string()
+            || end["_meta"]["io.modelcontextprotocol/subscriptionId"].is_number(),
+        "{end}"
+    );
+    client.close().await;
+
+    let sessions = mcpwire::client::Config::new(uri)
+        .with_revision(mcpwire::client::Revision::Era(mcpwire::Era::Sessions));
+    let (client, _messages) = McpClient::connect(sessions, counter_entropy(7))
+        .await
+        .expect("connected");
+    assert!(matches!(
+        client.listen(json!({"toolsListChanged": true})),
+        Err(ClientError::Request(
+            mcpwire::client::RequestError::Unsendable(_)
+        ))
+    ));
+    client.close().await;
+}
+
+/// The next notification of a listen, as JSON, within 5 s.
+async fn next(listen: &mut mcpwire_tokio::client::Call) -> Value {
+    let n = tokio::time::timeout(Duration::from_secs(5), listen.notification())
+        .await
+        .expect("in time")
+        .expect("a notification");
+    serde_json::from_str(n.text().as_str()).unwrap()
+}
