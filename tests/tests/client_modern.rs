@@ -71,16 +71,22 @@ fn auto() -> client::Config {
 }
 
 #[test]
-fn modern_15_modern_14_auto_probes_server_discover_and_settles_on_2026_07_28() {
+fn modern_15_modern_14_modern_22_auto_probes_server_discover_and_settles_on_2026_07_28() {
     let mut p = connect(Eras::ALL, auto().with_capabilities(r#"{"sampling":{}}"#));
     let (version, era, result) = connected(&mut p);
     assert_eq!(
         (version, era),
         (ProtocolVersion::V2026_07_28, Era::Sessionless)
     );
+    let result = result.expect("the DiscoverResult");
+    assert_eq!(result["result"]["supportedVersions"][0], "2026-07-28");
+    // Its caching hints, read with the server's vocabulary (MODERN-22).
     assert_eq!(
-        result.expect("the DiscoverResult")["result"]["supportedVersions"][0],
-        "2026-07-28"
+        client::CacheHint::read(&result["result"]),
+        Some(client::CacheHint {
+            ttl_ms: 0,
+            scope: client::CacheScope::Private
+        })
     );
     assert_eq!(p.client.negotiated(), Some(Revision::Exactly(version)));
     // The probe: a sessionless request like any other (MODERN-3, MODERN-4, MODERN-6).

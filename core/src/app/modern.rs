@@ -105,6 +105,20 @@ impl CacheHint {
         ttl_ms: 0,
         scope: CacheScope::Private,
     };
+
+    /// The hint a complete result carries (a client's side: `tools/list`'s result, say),
+    /// or `None` when it has no valid one: `ttlMs` not an integer ≥ 0, or `cacheScope`
+    /// neither `public` nor `private` (MODERN-22). (A result that came after input
+    /// requests, MODERN-23, must not be cached whatever it says.)
+    pub fn read(result: &serde_json::Value) -> Option<Self> {
+        let ttl_ms = result.get("ttlMs")?.as_u64()?;
+        let scope = match result.get("cacheScope")?.as_str()? {
+            "public" => CacheScope::Public,
+            "private" => CacheScope::Private,
+            _ => return None,
+        };
+        Some(Self { ttl_ms, scope })
+    }
 }
 
 impl Default for CacheHint {
@@ -480,6 +494,14 @@ mod tests {
             let done = modern(method).complete(Ok(json!({}))).unwrap();
             assert_eq!(done["ttlMs"], 5000, "{method}");
             assert_eq!(done["cacheScope"], "public", "{method}");
+            assert_eq!(
+                CacheHint::read(&done),
+                Some(CacheHint {
+                    ttl_ms: done["ttlMs"].as_u64().unwrap(),
+                    scope: CacheScope::Public
+                }),
+                "{method}"
+            );
         }
         let call = modern("tools/call").complete(Ok(json!({}))).unwrap();
         assert!(call.get("ttlMs").is_none() && call.get("cacheScope").is_none());
