@@ -1,7 +1,12 @@
 //! `client_responses`: a `mcpwire::client::Client` fed arbitrary response heads, bodies
 //! split anywhere, connection failures and time steps, while its application sends
 //! requests, notifications, answers and cancellations (docs/requirements.md HTTP-POST-7,
-//! RESUME-12, SESSION-8, LEGACY-6).
+//! RESUME-12, SESSION-8, LEGACY-6), in every era it may settle on: the configuration is
+//! drawn (the default probe, 2026-07-28 pinned, the session era), and the server's
+//! answers include 2026-07-28 shapes (MODERN-15, MODERN-18, MODERN-22, MODERN-23):
+//! `resultType`s valid and not, `input_required` with and without input requests and
+//! state, `DiscoverResult`s, modern error codes (a refused `Mcp-Param` header among them),
+//! listed tools with `x-mcp-header` annotations, and a listen's tagged notifications.
 //!
 //! Checks:
 //! 1. Nothing panics, whatever the server says.
@@ -47,10 +52,16 @@ enum Op {
     },
     Request {
         deadline_ms: Option<u16>,
+        method: u8,
     },
     Notify,
     Respond {
         id: i64,
+    },
+    /// The application answers the n-th input request of a 2026-07-28 call (MODERN-23).
+    RespondInput {
+        n: u8,
+        refuse: bool,
     },
     Cancel {
         which: u8,
@@ -77,7 +88,49 @@ enum Chunk {
         request: bool,
     },
     Endpoint(u8),
+    /// A 2026-07-28 answer of shape `shape` ([`MODERN`]) for the n-th live request, as
+    /// a JSON body or an SSE event (with an event id, which nothing may resume from).
+    Modern {
+        which: u8,
+        shape: u8,
+        sse: bool,
+    },
 }
+
+/// 2026-07-28 answers; `{id}` is the request's id.
+const MODERN: [&str; 16] = [
+    r#"{"jsonrpc":"2.0","id":{id},"result":{"resultType":"complete","content":[]}}"#,
+    r#"{"jsonrpc":"2.0","id":{id},"result":{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{}},"b":{"method":"roots/list"}},"requestState":"s"}}"#,
+    r#"{"jsonrpc":"2.0","id":{id},"result":{"resultType":"input_required","requestState":"again"}}"#,
+    r#"{"jsonrpc":"2.0","id":{id},"result":{"resultType":"input_required"}}"#,
+    r#"{"jsonrpc":"2.0","id":{id},"result":{"resultType":"later"}}"#,
+    r#"{"jsonrpc":"2.0","id":{id},"result":{"resultType":7}}"#,
+    r#"{"jsonrpc":"2.0","id":{id},"result":{"resultType":"complete","supportedVersions":["2026-07-28","2025-11-25"],"capabilities":{},"ttlMs":0,"cacheScope":"private"}}"#,
+    r#"{"jsonrpc":"2.0","id":{id},"result":{"resultType":"complete","supportedVersions":["2099-01-01"],"capabilities":{}}}"#,
+    r#"{"jsonrpc":"2.0","id":{id},"error":{"code":-32022,"message":"unsupported","data":{"supported":["2025-11-25"]}}}"#,
+    r#"{"jsonrpc":"2.0","id":{id},"error":{"code":-32020,"message":"Mcp-Param-Region differs"}}"#,
+    r#"{"jsonrpc":"2.0","id":{id},"error":{"code":-32021,"message":"needs","data":{"requiredCapabilities":{"sampling":{}}}}}"#,
+    r#"{"jsonrpc":"2.0","id":{id},"error":{"code":-32601,"message":"no such method"}}"#,
+    r#"{"jsonrpc":"2.0","id":{id},"result":{"resultType":"complete","tools":[{"name":"x","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}},{"name":"y","inputSchema":{"type":"object","properties":{"r":{"type":"number","x-mcp-header":"R"}}}}],"ttlMs":5,"cacheScope":"public"}}"#,
+    r#"{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":{id}}}}"#,
+    r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":{id}}}}"#,
+    r#"{"jsonrpc":"2.0","id":{id},"result":{"resultType":"input_required","inputRequests":[1]}}"#,
+];
+
+/// The application's requests: method and params.
+const METHODS: [(&str, Option<&str>); 5] = [
+    (
+        "tools/call",
+        Some(r#"{"name":"x","arguments":{"region":"eu"}}"#),
+    ),
+    ("tools/list", None),
+    (
+        "subscriptions/listen",
+        Some(r#"{"notifications":{"toolsListChanged":true}}"#),
+    ),
+    ("resources/read", Some(r#"{"uri":"file:///a"}"#)),
+    ("prompts/get", Some(r#"{"name":"p"}"#)),
+];
 
 const STATUS: [u16; 10] = [200, 202, 400, 404, 405, 409, 500, 200, 200, 503];
 const MEDIA: [&str; 4] = ["application/json", "text/event-stream", "text/html", ""];
@@ -104,9 +157,16 @@ fuzz_target!(|data: &[u8]| {
             *b = seed;
         }
     };
+    let revision = match u.arbitrary::<u8>().unwrap_or(0) % 3 {
+        0 => client::Revision::Auto,
+        1 => client::Revision::Exactly(mcpwire::ProtocolVersion::V2026_07_28),
+        _ => client::Revision::Era(mcpwire::Era::Sessions),
+    };
     let config = client::Config::new(http::Uri::from_static("http://127.0.0.1:8080/mcp"))
         .with_max_pending(16)
-        .with_max_body(4096);
+        .with_max_body(4096)
+        .with_max_rounds(3)
+        .with_revision(revision);
     let mut c = Client::new(config, Box::new(entropy));
     let mut now = Instant::now();
     c.connect(now);
@@ -173,6 +233,16 @@ fuzz_target!(|data: &[u8]| {
                             "event: endpoint\ndata: {}\n\n",
                             ENDPOINTS[n as usize % ENDPOINTS.len()]
                         )),
+                        Chunk::Modern { which, shape, sse } => {
+                            let rid = pick(&live, which).cloned().unwrap_or(RequestId::int(1));
+                            let text = MODERN[shape as usize % MODERN.len()]
+                                .replace("{id}", &rid.to_string());
+                            Bytes::from(if sse {
+                                format!("id: m{shape}\ndata: {text}\n\n")
+                            } else {
+                                text
+                            })
+                        }
                     };
                     c.handle_body(now, x, bytes);
                 }
@@ -191,10 +261,15 @@ fuzz_target!(|data: &[u8]| {
                 now += Duration::from_millis(u64::from(ms) * 10);
                 c.handle_timeout(now);
             }
-            Op::Request { deadline_ms } => {
+            Op::Request {
+                deadline_ms,
+                method,
+            } => {
                 let deadline = deadline_ms.map(|ms| now + Duration::from_millis(u64::from(ms)));
-                let params = RawJson::new(r#"{"name":"x"}"#).unwrap();
-                if let Ok(id) = c.request(now, "tools/call", Some(&params), deadline) {
+                let (method, params) = METHODS[method as usize % METHODS.len()];
+                let params = params.map(|p| RawJson::new(p).unwrap());
+                let params = params.as_ref().map(|p| p as &dyn mcpwire::jsonrpc::ToJson);
+                if let Ok(id) = c.request(now, method, params, deadline) {
                     assert!(issued.insert(id.clone()), "an id issued twice: {id}");
                     if !live.contains(&id) {
                         live.push(id);
@@ -207,6 +282,14 @@ fuzz_target!(|data: &[u8]| {
             Op::Respond { id } => {
                 let result = RawJson::new("{}").unwrap();
                 let _ = c.respond(now, &RequestId::int(id), &result);
+            }
+            Op::RespondInput { n, refuse } => {
+                let id = RequestId::string(&format!("mcpwire-input-{}", n % 8));
+                let _ = if refuse {
+                    c.respond_error(now, &id, mcpwire::jsonrpc::ErrorCode(-32601), "no")
+                } else {
+                    c.respond(now, &id, &RawJson::new(r#"{"action":"decline"}"#).unwrap())
+                };
             }
             Op::Cancel { which } => {
                 if let Some(id) = pick(&live, which).cloned() {
