@@ -752,3 +752,36 @@ fn modern_11_modern_12_a_broken_response_fails_the_call_saying_it_may_have_run()
     assert_eq!(p.requests.len(), sent, "{:?}", &p.requests[sent..]);
     assert!(p.client.is_idle(), "{:?}", p.client);
 }
+
+#[test]
+fn modern_3_params_the_revision_cannot_carry_fail_the_request_unsent() {
+    let mut p = connect(Eras::ALL, auto());
+    connected(&mut p);
+    let sent = p.requests.len();
+    for params in [
+        "[1,2]",
+        r#"{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}"#,
+    ] {
+        let params = RawJson::new(params).unwrap();
+        let id = p
+            .client
+            .request(p.now, "tools/call", Some(&params), None)
+            .unwrap();
+        p.run();
+        assert!(
+            matches!(failure(&p, &id), Some(client::RequestError::Unsendable(_))),
+            "{:?}",
+            p.client_events
+        );
+    }
+    // A notification has no answer to fail: it is refused at once.
+    let params = RawJson::new("7").unwrap();
+    assert!(
+        p.client
+            .notify(p.now, "notifications/x", Some(&params))
+            .is_err()
+    );
+    p.run();
+    assert_eq!(p.requests.len(), sent, "nothing was sent");
+    assert!(p.client.is_idle(), "{:?}", p.client);
+}

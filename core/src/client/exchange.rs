@@ -123,10 +123,23 @@ impl Client {
         };
         let text = params.as_deref().and_then(|p| std::str::from_utf8(p).ok());
         let (params, extra) = if self.era == Era::Sessionless {
-            let read = text.and_then(|t| modern::read_params(t).ok());
+            let read = match (text, &params) {
+                (Some(t), _) => match modern::read_params(t) {
+                    Ok(read) => Some(read),
+                    Err(e) => {
+                        let ids: Vec<RequestId> = id.into_iter().collect();
+                        return self.fail_unsent(ids, RequestError::Unsendable(e.to_string()));
+                    }
+                },
+                (None, Some(_)) => {
+                    let ids: Vec<RequestId> = id.into_iter().collect();
+                    let error = RequestError::Unsendable("the params are not UTF-8".into());
+                    return self.fail_unsent(ids, error);
+                }
+                (None, None) => None,
+            };
             let spliced = match (&read, text) {
                 (Some(read), Some(text)) => read.with_meta(text, &self.meta),
-                // `request` checked the params: only a message without them is here.
                 _ => modern::meta_only(&self.meta),
             };
             let mut extra = modern::mirrored_headers(&method, read.as_ref());
@@ -162,8 +175,8 @@ impl Client {
         };
         let ids: Vec<RequestId> = id.into_iter().collect();
         if written.is_err() {
-            // `request` checked the params, so this is a message the application could
-            // not have sent in any era.
+            // Params that are no JSON text: a message the application could not have
+            // sent in any era.
             let error = RequestError::Unsendable("it could not be encoded".into());
             return self.fail_unsent(ids, error);
         }
@@ -581,20 +594,23 @@ impl Client {
         for (tool, reason) in dropped {
             self.events.push_back(Event::ToolDropped { tool, reason });
         }
-        // The message as it came, with its result replaced: the result is a slice of it.
-        let text = message.text().as_str();
-        let old = response.result.as_str();
-        let Some(start) = (old.as_ptr() as usize)
-            .checked_sub(text.as_ptr() as usize)
-            .filter(|start| start + old.len() <= text.len())
-        else {
-            return message;
-        };
-        let rebuilt = format!("{}{}{}", &text[..start], result, &text[start + old.len()..]);
-        body_text(Bytes::from(rebuilt))
-            .ok()
-            .and_then(|text| self.classifier.envelope(text).ok())
-            .unwrap_or(message)
+        // The response again, with the result the application may see.
+        let result = result.to_string();
+        let rebuilt = self.envelope_of(&Outgoing::Response {
+            id: &response.id,
+            result: &RawJson::validated(&result),
+        });
+        rebuilt.unwrap_or(message)
+    }
+
+    /// `message` encoded and classified as if it had come from the server: an answer the
+    /// client rewrites for the application (a tool list without the dropped tools, a
+    /// later round's answer under the application's id).
+    pub(super) fn envelope_of(&self, message: &Outgoing<'_>) -> Option<Envelope> {
+        let mut text = bytes::BytesMut::new();
+        message.write(&mut text).ok()?;
+        let text = body_text(text.freeze()).ok()?;
+        self.classifier.envelope(text).ok()
     }
 
     /// The probe's answer: an HTTP `status` and the message it carried, if any. The
@@ -607,22 +623,7 @@ impl Client {
         let _ = self.pending.cancel(&id);
         self.forget_owed(&id);
         // The probe's exchange is done with, whatever is left of it.
-        let carrying: Vec<u64> = self
-            .exchanges
-            .iter()
-            .filter(|(_, e)| matches!(&e.kind, ExKind::Post { ids } if ids.contains(&id)))
-            .map(|(x, _)| *x)
-            .collect();
-        for x in carrying {
-            if let Some(Exchange {
-                body: Body::Sse(_, t),
-                ..
-            }) = self.exchanges.remove(&x)
-            {
-                self.remove_stream(t);
-            }
-            self.out.push_back(Transmit::Abort(ExchangeId(x)));
-        }
+        self.abort_carrying(&id);
         // A result of an unknown `resultType` is invalid (MODERN-23), and `server/discover`
         // may not ask for input: the probe's answer cannot be a `DiscoverResult` then.
         let invalid = match message.map(modern::result_type) {
@@ -682,6 +683,27 @@ impl Client {
             for message in std::mem::take(&mut self.waiting) {
                 self.send_outbound(message);
             }
+        }
+    }
+
+    /// Aborts the exchanges whose POST carried `id`, with their streams: nothing more of
+    /// them is read.
+    pub(super) fn abort_carrying(&mut self, id: &RequestId) {
+        let carrying: Vec<u64> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| matches!(&e.kind, ExKind::Post { ids } if ids.contains(id)))
+            .map(|(x, _)| *x)
+            .collect();
+        for x in carrying {
+            if let Some(Exchange {
+                body: Body::Sse(_, t),
+                ..
+            }) = self.exchanges.remove(&x)
+            {
+                self.remove_stream(t);
+            }
+            self.out.push_back(Transmit::Abort(ExchangeId(x)));
         }
     }
 

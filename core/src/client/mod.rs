@@ -406,11 +406,11 @@ impl Client {
         self.version = Some(offered);
         self.phase = Phase::Discovering;
         self.probe = Some(id.clone());
-        let params = modern::meta_only(&self.meta);
+        // Its params are `_meta` alone (MODERN-19), spliced in as it leaves.
         self.send_outbound(Outbound::Call {
             id: Some(id),
             method: "server/discover".into(),
-            params: Some(params),
+            params: None,
         });
     }
 
@@ -518,33 +518,25 @@ impl Client {
         Ok(id)
     }
 
-    /// The text of a message's params, checked for what the sessionless revision
-    /// splices into them (an object, with no protocol key of `_meta` set: MODERN-3)
-    /// while that revision may be the one spoken.
+    /// The text of a message's params. (What the sessionless revision splices into them
+    /// is checked when the message leaves, in the era it leaves in: a request that cannot
+    /// be sent fails with [`RequestError::Unsendable`].)
     fn params_text(&self, params: Option<&dyn ToJson>) -> Result<Option<Bytes>, ClientError> {
         let Some(params) = params else {
             return Ok(None);
         };
         let mut text = BytesMut::new();
         params.write_json(&mut text)?;
-        let text = text.freeze();
-        if self.era == Era::Sessionless {
-            let checked = std::str::from_utf8(&text)
-                .map_err(|_| ParamsError::NotObject)
-                .and_then(|t| modern::read_params(t).map(drop));
-            if let Err(e) = checked {
-                return Err(ClientError::Encode(crate::jsonrpc::EncodeError::Serialize(
-                    e.to_string(),
-                )));
-            }
-        }
-        Ok(Some(text))
+        Ok(Some(text.freeze()))
     }
 
     /// Sends a notification.
     ///
     /// # Errors
-    /// [`ClientError::NotConnected`] once closed; [`ClientError::Encode`].
+    /// [`ClientError::NotConnected`] once closed; [`ClientError::Encode`], and at
+    /// 2026-07-28 params that are not an object or set a protocol key of `_meta`
+    /// (MODERN-3). (A notification has no answer to fail later, so this is checked
+    /// now; one queued in another era that cannot be sent in this one is dropped.)
     pub fn notify(
         &mut self,
         now: Instant,
@@ -556,6 +548,17 @@ impl Client {
             return Err(ClientError::NotConnected);
         }
         let params = self.params_text(params)?;
+        if self.era == Era::Sessionless
+            && let Some(text) = &params
+        {
+            let checked = std::str::from_utf8(text)
+                .map_err(|_| ParamsError::NotObject)
+                .and_then(|t| modern::read_params(t).map(drop));
+            if let Err(e) = checked {
+                let e = crate::jsonrpc::EncodeError::Serialize(e.to_string());
+                return Err(ClientError::Encode(e));
+            }
+        }
         self.send_or_wait(Outbound::Call {
             id: None,
             method: method.into(),
@@ -637,20 +640,7 @@ impl Client {
         }
         self.waiting
             .retain(|o| !matches!(o, Outbound::Call { id: Some(i), .. } if i == id));
-        let carrying = self.exchanges.iter().find_map(|(x, e)| match &e.kind {
-            ExKind::Post { ids } if ids.contains(id) => Some(*x),
-            _ => None,
-        });
-        if let Some(x) = carrying {
-            if let Some(Exchange {
-                body: Body::Sse(_, t),
-                ..
-            }) = self.exchanges.remove(&x)
-            {
-                self.remove_stream(t);
-            }
-            self.out.push_back(Transmit::Abort(ExchangeId(x)));
-        }
+        self.abort_carrying(id);
     }
 
     /// Ends the session: DELETE (HTTP-DELETE-1), every exchange aborted, every request in

@@ -14,7 +14,7 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 
 use super::{Asked, Client, Event, Outbound, RequestError};
-use crate::jsonrpc::{Envelope, Message, Outgoing, RequestId, ToJson, body_text};
+use crate::jsonrpc::{Envelope, Message, Outgoing, RequestId, ToJson};
 
 /// A call that may be asked for input: what it asks again with.
 #[derive(Debug)]
@@ -181,18 +181,12 @@ impl Client {
             };
             let id = RequestId::string(&format!("mcpwire-input-{}", self.rounds.next_input));
             self.rounds.next_input += 1;
-            let mut text = BytesMut::new();
             let params = request.get("params").map(crate::jsonrpc::Json);
-            let written = Outgoing::Request {
+            let envelope = self.envelope_of(&Outgoing::Request {
                 id: &id,
                 method,
                 params: params.as_ref().map(|p| p as &dyn ToJson),
-            }
-            .write(&mut text);
-            let envelope = written
-                .ok()
-                .and_then(|()| body_text(text.freeze()).ok())
-                .and_then(|text| self.classifier.envelope(text).ok());
+            });
             let Some(envelope) = envelope else {
                 return self.push_failed(
                     app,
@@ -406,27 +400,20 @@ impl Client {
         if message.id() == Some(app) {
             return message;
         }
-        let mut text = BytesMut::new();
-        let written = match message.message() {
-            Message::Response(response) => Outgoing::Response {
+        let rebuilt = match message.message() {
+            Message::Response(response) => self.envelope_of(&Outgoing::Response {
                 id: app,
                 result: &response.result,
-            }
-            .write(&mut text),
-            Message::Error(error) => Outgoing::Error {
+            }),
+            Message::Error(error) => self.envelope_of(&Outgoing::Error {
                 id: Some(app),
                 code: error.error.code,
                 message: &error.error.message,
                 data: error.error.data.as_ref().map(|d| d as &dyn ToJson),
-            }
-            .write(&mut text),
-            _ => return message,
+            }),
+            _ => None,
         };
-        written
-            .ok()
-            .and_then(|()| body_text(text.freeze()).ok())
-            .and_then(|text| self.classifier.envelope(text).ok())
-            .unwrap_or(message)
+        rebuilt.unwrap_or(message)
     }
 }
 
