@@ -573,11 +573,7 @@ impl McpClient {
     }
 
     fn negotiated(&self) -> (ProtocolVersion, Era) {
-        self.shared
-            .lock()
-            .calls
-            .negotiated()
-            .unwrap_or((ProtocolVersion::LATEST, Era::Sessionless))
+        self.shared.lock().calls.negotiated()
     }
 
     /// Sets the header `name` of every later request to `value`, or removes it (`None`):

@@ -172,10 +172,7 @@ impl McpClient {
     }
 
     fn negotiated(&self) -> (ProtocolVersion, Era) {
-        self.shared
-            .lock()
-            .negotiated()
-            .unwrap_or((ProtocolVersion::LATEST, Era::Sessionless))
+        self.shared.lock().negotiated()
     }
 
     /// Sets the header `name` of every later request to `value`, or removes it (`None`):

@@ -157,9 +157,11 @@ impl<S: Clone> Calls<S> {
     }
 
     /// The revision and era of the latest handshake ([`Delivery::Connected`], or a
-    /// re-initialization's [`ServerMessage::Reconnected`]); `None` before the first.
-    pub fn negotiated(&self) -> Option<(ProtocolVersion, Era)> {
+    /// re-initialization's [`ServerMessage::Reconnected`]); before the first, the newest
+    /// revision (what an adapter's `connect` returns only after is never asked then).
+    pub fn negotiated(&self) -> (ProtocolVersion, Era) {
         self.negotiated
+            .unwrap_or((ProtocolVersion::LATEST, Era::Sessionless))
     }
 
     /// Sends a request; its outcome goes to `sender` as [`CallUpdate::Done`]. A
