@@ -564,15 +564,22 @@ impl McpClient {
     /// The negotiated revision: the handshake's of [`connect`](Self::connect), or, after
     /// a re-initialization, the one [`ServerMessage::Reconnected`] reported.
     pub fn version(&self) -> ProtocolVersion {
-        self.negotiated().0
+        self.latest().0
+    }
+
+    /// What the handshake settled on, to hand back in [`Config::with_revision`] the next
+    /// time this server is called, skipping the probe (MODERN-26: cache it per origin);
+    /// `None` once the client is closed.
+    pub fn negotiated(&self) -> Option<mcpwire::client::Revision> {
+        self.shared.lock().calls.core().negotiated()
     }
 
     /// The transport in use (as [`version`](Self::version), the latest handshake's).
     pub fn era(&self) -> Era {
-        self.negotiated().1
+        self.latest().1
     }
 
-    fn negotiated(&self) -> (ProtocolVersion, Era) {
+    fn latest(&self) -> (ProtocolVersion, Era) {
         self.shared.lock().calls.negotiated()
     }
 

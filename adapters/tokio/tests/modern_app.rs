@@ -267,6 +267,9 @@ async fn modern_13_the_client_listens_until_the_server_ends_the_stream() {
         .await
         .expect("connected");
     assert_eq!(client.era(), mcpwire::Era::Sessionless);
+    // What was learned, to hand back next time (MODERN-26).
+    let learned = mcpwire::client::Revision::Exactly(mcpwire::ProtocolVersion::V2026_07_28);
+    assert_eq!(client.negotiated(), Some(learned));
     let mut listen = client
         .listen(json!({"toolsListChanged": true}))
         .expect("listening");
