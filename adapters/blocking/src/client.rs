@@ -87,7 +87,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use mcpwire::Entropy;
 use mcpwire::client::{
-    CallUpdate, Calls, Client, Config, Delivery, ExchangeId, RequestError, Transmit,
+    CallState, CallUpdate, Calls, Client, Config, Delivery, ExchangeId, RequestError, Transmit,
 };
 use mcpwire::jsonrpc::{Envelope, RequestId};
 use mcpwire::{Era, ProtocolVersion};
@@ -691,7 +691,7 @@ impl McpClient {
         Call {
             id,
             updates,
-            outcome: Outcome::Waiting,
+            state: CallState::new(),
             shared: Arc::clone(&self.shared),
         }
     }
@@ -750,13 +750,6 @@ impl McpClient {
     }
 }
 
-/// Where a [`Call`] is.
-enum Outcome {
-    Waiting,
-    Ready(Result<Value, CallError>),
-    Taken,
-}
-
 /// A request in flight: its progress (for a tool call, [`McpClient::start_tool_call`]),
 /// then its result. Dropping it before the result gives the call up: the server is told
 /// (at 2026-07-28 by closing the call's response, MODERN-11; else with
@@ -764,7 +757,7 @@ enum Outcome {
 pub struct Call {
     id: RequestId,
     updates: Receiver<CallUpdate>,
-    outcome: Outcome,
+    state: CallState,
     shared: Arc<Shared>,
 }
 
@@ -806,20 +799,11 @@ impl Call {
 
     /// The next update before the outcome, which is kept for [`result`](Self::result).
     fn next(&mut self) -> Option<CallUpdate> {
-        if !matches!(self.outcome, Outcome::Waiting) {
+        if !self.state.is_waiting() {
             return None;
         }
-        match self.updates.recv() {
-            Ok(CallUpdate::Done(r)) => {
-                self.outcome = Outcome::Ready(r);
-                None
-            }
-            Ok(update) => Some(update),
-            Err(_) => {
-                self.outcome = Outcome::Ready(Err(CallError::Closed));
-                None
-            }
-        }
+        let update = self.updates.recv().ok();
+        self.state.take(update)
     }
 
     /// Blocks until the result, passing over progress not yet read.
@@ -827,11 +811,8 @@ impl Call {
     /// # Errors
     /// [`CallError`].
     pub fn result(mut self) -> Result<Value, CallError> {
-        while self.progress().is_some() {}
-        match std::mem::replace(&mut self.outcome, Outcome::Taken) {
-            Outcome::Ready(r) => r,
-            Outcome::Waiting | Outcome::Taken => Err(CallError::Closed),
-        }
+        while self.next().is_some() {}
+        self.state.result()
     }
 
     /// Gives the call up (as dropping it does).
@@ -840,7 +821,7 @@ impl Call {
 
 impl Drop for Call {
     fn drop(&mut self) {
-        if matches!(self.outcome, Outcome::Waiting) {
+        if self.state.is_waiting() {
             self.shared
                 .with(|state, now| state.calls.cancel(now, &self.id));
         }

@@ -53,7 +53,7 @@ use mcpwire::Entropy;
 use mcpwire::Era;
 use mcpwire::ProtocolVersion;
 use mcpwire::client::{
-    CallUpdate, Calls, Client, Config, Delivery, ExchangeId, RequestError, Transmit,
+    CallState, CallUpdate, Calls, Client, Config, Delivery, ExchangeId, RequestError, Transmit,
 };
 use mcpwire::jsonrpc::{Envelope, RequestId};
 use serde_json::Value;
@@ -286,7 +286,7 @@ impl McpClient {
         Call {
             id,
             updates,
-            outcome: Outcome::Waiting,
+            state: CallState::new(),
             shared: Arc::clone(&self.shared),
         }
     }
@@ -340,13 +340,6 @@ impl McpClient {
     }
 }
 
-/// Where a [`Call`] is.
-enum Outcome {
-    Waiting,
-    Ready(Result<Value, CallError>),
-    Taken,
-}
-
 /// A request in flight: its progress (for a tool call, [`McpClient::start_tool_call`]),
 /// then its result. Dropping it before the result gives the call up: the server is told
 /// (at 2026-07-28 by closing the call's response, MODERN-11; else with
@@ -354,7 +347,7 @@ enum Outcome {
 pub struct Call {
     id: RequestId,
     updates: mpsc::UnboundedReceiver<CallUpdate>,
-    outcome: Outcome,
+    state: CallState,
     shared: Arc<Shared>,
 }
 
@@ -397,20 +390,11 @@ impl Call {
 
     /// The next update before the outcome, which is kept for [`result`](Self::result).
     async fn next(&mut self) -> Option<CallUpdate> {
-        if !matches!(self.outcome, Outcome::Waiting) {
+        if !self.state.is_waiting() {
             return None;
         }
-        match self.updates.recv().await {
-            Some(CallUpdate::Done(r)) => {
-                self.outcome = Outcome::Ready(r);
-                None
-            }
-            Some(update) => Some(update),
-            None => {
-                self.outcome = Outcome::Ready(Err(CallError::Closed));
-                None
-            }
-        }
+        let update = self.updates.recv().await;
+        self.state.take(update)
     }
 
     /// Waits for the result, passing over progress not yet read.
@@ -418,11 +402,8 @@ impl Call {
     /// # Errors
     /// [`CallError`].
     pub async fn result(mut self) -> Result<Value, CallError> {
-        while self.progress().await.is_some() {}
-        match std::mem::replace(&mut self.outcome, Outcome::Taken) {
-            Outcome::Ready(r) => r,
-            Outcome::Waiting | Outcome::Taken => Err(CallError::Closed),
-        }
+        while self.next().await.is_some() {}
+        self.state.result()
     }
 
     /// Gives the call up (as dropping it does).
@@ -431,7 +412,7 @@ impl Call {
 
 impl Drop for Call {
     fn drop(&mut self) {
-        if matches!(self.outcome, Outcome::Waiting) {
+        if self.state.is_waiting() {
             self.shared.with(|c, now| c.cancel(now, &self.id));
         }
     }

@@ -91,6 +91,57 @@ pub enum CallUpdate {
     Done(Result<Value, CallError>),
 }
 
+/// The application's side of one call, kept by an adapter's call handle: whether its
+/// outcome came, and the outcome until it is taken. The handle feeds it what its channel
+/// yields ([`take`](Self::take)) and hands the rest (progress, notifications) on.
+#[derive(Debug, Default)]
+pub struct CallState(Stage);
+
+#[derive(Debug, Default)]
+enum Stage {
+    #[default]
+    Waiting,
+    Ready(Result<Value, CallError>),
+    Taken,
+}
+
+impl CallState {
+    /// A call waiting for its outcome.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether the outcome is still to come: until then the handle reads its channel.
+    pub fn is_waiting(&self) -> bool {
+        matches!(self.0, Stage::Waiting)
+    }
+
+    /// One read of the call's channel (`None`: the channel closed, as when the client
+    /// went): the update for the application, or `None` once the outcome came (kept for
+    /// [`result`](Self::result)).
+    pub fn take(&mut self, update: Option<CallUpdate>) -> Option<CallUpdate> {
+        match update {
+            Some(CallUpdate::Done(r)) => {
+                self.0 = Stage::Ready(r);
+                None
+            }
+            Some(update) => Some(update),
+            None => {
+                self.0 = Stage::Ready(Err(CallError::Closed));
+                None
+            }
+        }
+    }
+
+    /// The outcome, once ([`CallError::Closed`] if it never came or was taken).
+    pub fn result(&mut self) -> Result<Value, CallError> {
+        match std::mem::replace(&mut self.0, Stage::Taken) {
+            Stage::Ready(r) => r,
+            Stage::Waiting | Stage::Taken => Err(CallError::Closed),
+        }
+    }
+}
+
 /// What [`Calls::pump`] hands the adapter to deliver.
 #[derive(Debug)]
 pub enum Delivery<S> {

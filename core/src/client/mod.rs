@@ -77,7 +77,7 @@ use http::header::{self, HeaderValue};
 use http::{Method, StatusCode};
 
 pub use crate::app::{CacheHint, CacheScope};
-pub use calls::{CallError, CallUpdate, Calls, Delivery, Progress};
+pub use calls::{CallError, CallState, CallUpdate, Calls, Delivery, Progress};
 pub use config::{Config, Revision, is_transport_header};
 pub use output::{ClientError, Event, ExchangeId, Reached, RequestError, ServerMessage, Transmit};
 
