@@ -66,6 +66,20 @@ fn failure(p: &Pair, id: &mcpwire::jsonrpc::RequestId) -> Option<client::Request
     })
 }
 
+/// A call whose `region` a tool may mirror.
+const DEPLOY_EU: &str = r#"{"name":"deploy","arguments":{"region":"eu"}}"#;
+
+/// Calls a tool with `params` (JSON text), and lets both sides settle; the call's id.
+fn call(p: &mut Pair, params: &str) -> mcpwire::jsonrpc::RequestId {
+    let params = RawJson::new(params).unwrap();
+    let id = p
+        .client
+        .request(p.now, "tools/call", Some(&params), None)
+        .unwrap();
+    p.run();
+    id
+}
+
 fn auto() -> client::Config {
     client::Config::new(Pair::endpoint())
 }
@@ -241,12 +255,7 @@ fn modern_18_an_unknown_result_type_fails_the_request() {
 fn modern_11_cancelling_closes_the_response_and_the_server_learns_it() {
     let mut p = connect(Eras::ALL, auto());
     connected(&mut p);
-    let params = RawJson::new(r#"{"name":"slow","arguments":{}}"#).unwrap();
-    let id = p
-        .client
-        .request(p.now, "tools/call", Some(&params), None)
-        .unwrap();
-    p.run();
+    let id = call(&mut p, r#"{"name":"slow","arguments":{}}"#);
     let request = p.take_server_request();
     let before = p.requests.len();
     assert!(p.client.cancel(p.now, &id, Some("enough")));
@@ -322,12 +331,7 @@ fn modern_7_tools_with_invalid_annotations_are_dropped_and_the_application_told(
     assert_eq!(dropped, ["bad_number", "bad_duplicate"]);
     // Its calls could not carry the headers they must: refused, unsent.
     let sent = p.requests.len();
-    let params = RawJson::new(r#"{"name":"bad_number","arguments":{"ratio":0.5}}"#).unwrap();
-    let id = p
-        .client
-        .request(p.now, "tools/call", Some(&params), None)
-        .unwrap();
-    p.run();
+    let id = call(&mut p, r#"{"name":"bad_number","arguments":{"ratio":0.5}}"#);
     assert_eq!(p.requests.len(), sent);
     assert!(
         matches!(failure(&p, &id), Some(client::RequestError::Unsendable(_))),
@@ -370,13 +374,10 @@ fn modern_7_an_argument_no_header_can_carry_fails_the_call_unsent() {
     connected(&mut p);
     list_tools(&mut p, MIRRORING);
     let sent = p.requests.len();
-    let params =
-        RawJson::new(r#"{"name":"deploy","arguments":{"region":{"not":"a string"}}}"#).unwrap();
-    let id = p
-        .client
-        .request(p.now, "tools/call", Some(&params), None)
-        .unwrap();
-    p.run();
+    let id = call(
+        &mut p,
+        r#"{"name":"deploy","arguments":{"region":{"not":"a string"}}}"#,
+    );
     assert_eq!(p.requests.len(), sent, "nothing is sent");
     assert!(
         matches!(failure(&p, &id), Some(client::RequestError::Unsendable(_))),
@@ -389,12 +390,7 @@ fn modern_7_an_argument_no_header_can_carry_fails_the_call_unsent() {
 /// `input_required`, say); returns the application's id.
 fn call_answered(p: &mut Pair, tool: &str, result: &str) -> mcpwire::jsonrpc::RequestId {
     let params = format!(r#"{{"name":"{tool}","arguments":{{"n":1}}}}"#);
-    let params = RawJson::new(&params).unwrap();
-    let id = p
-        .client
-        .request(p.now, "tools/call", Some(&params), None)
-        .unwrap();
-    p.run();
+    let id = call(p, &params);
     let request = p.take_server_request();
     let result = RawJson::new(result).unwrap();
     p.server.respond(p.now, request.handle(), &result).unwrap();
@@ -586,12 +582,7 @@ fn modern_7_a_refused_mcp_param_header_lists_the_tools_again_and_the_call_goes_a
         r#"[{"name":"deploy","inputSchema":{"type":"object"}}]"#,
     );
     p.client_events.clear();
-    let params = RawJson::new(r#"{"name":"deploy","arguments":{"region":"eu"}}"#).unwrap();
-    let id = p
-        .client
-        .request(p.now, "tools/call", Some(&params), None)
-        .unwrap();
-    p.run();
+    let id = call(&mut p, DEPLOY_EU);
     assert_eq!(header(p.requests.last().unwrap(), "mcp-param-region"), None);
     refuse(
         &mut p,
@@ -629,11 +620,7 @@ fn modern_7_a_refused_mcp_param_header_lists_the_tools_again_and_the_call_goes_a
     assert!(p.client.is_idle(), "{:?}", p.client);
 
     // A second refusal of the same call is its answer: the tools are listed once.
-    let id = p
-        .client
-        .request(p.now, "tools/call", Some(&params), None)
-        .unwrap();
-    p.run();
+    let id = call(&mut p, DEPLOY_EU);
     let mismatch = "header mismatch: Mcp-Param-Region differs from the argument";
     refuse(&mut p, "tools/call", -32020, mismatch);
     let relist = p.take_server_request();
@@ -650,23 +637,14 @@ fn modern_7_a_refused_mcp_param_header_lists_the_tools_again_and_the_call_goes_a
 fn modern_7_without_tools_the_refusal_is_the_calls_answer() {
     let mut p = connect(Eras::ALL, auto());
     connected(&mut p);
-    let params = RawJson::new(r#"{"name":"deploy","arguments":{"region":"eu"}}"#).unwrap();
-    let id = p
-        .client
-        .request(p.now, "tools/call", Some(&params), None)
-        .unwrap();
-    p.run();
+    let id = call(&mut p, DEPLOY_EU);
     refuse(&mut p, "tools/call", -32020, "Mcp-Param-Region is required");
     refuse(&mut p, "tools/list", -32603, "cannot list now");
     let refused = answer(&p, &id);
     assert_eq!(refused["error"]["code"], -32020);
     assert_eq!(refused["error"]["message"], "Mcp-Param-Region is required");
     // Any other -32020 (not about Mcp-Param) is answered at once.
-    let id = p
-        .client
-        .request(p.now, "tools/call", Some(&params), None)
-        .unwrap();
-    p.run();
+    let id = call(&mut p, DEPLOY_EU);
     refuse(
         &mut p,
         "tools/call",
@@ -714,12 +692,7 @@ fn modern_23_a_call_waiting_for_input_times_out_at_its_deadline() {
 fn modern_11_modern_12_a_broken_response_fails_the_call_saying_it_may_have_run() {
     let mut p = connect(Eras::ALL, auto());
     connected(&mut p);
-    let params = RawJson::new(r#"{"name":"slow","arguments":{}}"#).unwrap();
-    let id = p
-        .client
-        .request(p.now, "tools/call", Some(&params), None)
-        .unwrap();
-    p.run();
+    let id = call(&mut p, r#"{"name":"slow","arguments":{}}"#);
     let request = p.take_server_request();
     // The server has begun: a progress notification is on the call's stream.
     let progress = RawJson::new(r#"{"progressToken":"t","progress":1}"#).unwrap();
