@@ -15,6 +15,12 @@
 //!   sleep until client.poll_timeout(); then client.handle_timeout(now)
 //! ```
 //!
+//! An adapter that offers an application calls (rather than events) drives the client
+//! through [`Calls`], the runtime-neutral table of callers both of mcpwire's adapters
+//! share: it routes each call's progress, a listen's notifications and each outcome to
+//! the caller's channel, and everything else to the application's receiver of
+//! [`ServerMessage`]s, so that no adapter decides anything about the protocol.
+//!
 //! # Decisions
 //!
 //! - **Era** ([`Revision`], MODERN-15, MODERN-26): by default `server/discover` at
