@@ -229,10 +229,22 @@ fn by_hand() -> (
     std::time::Instant,
     client::ExchangeId,
 ) {
+    by_hand_reinitializing(false)
+}
+
+/// [`by_hand`], re-initializing after its session ends or not.
+fn by_hand_reinitializing(
+    reinitialize: bool,
+) -> (
+    mcpwire::client::Client,
+    std::time::Instant,
+    client::ExchangeId,
+) {
     let mut c = mcpwire::client::Client::new(
         client::Config::new(Pair::endpoint())
             .with_revision(client::Revision::Era(mcpwire::Era::Sessions))
             .with_get_stream(false)
+            .with_reinitialize(reinitialize)
             .with_backoff(Duration::from_millis(100), Duration::from_millis(100), 3),
         mcpwire_tests::server::counter_entropy(3),
     );
@@ -294,6 +306,39 @@ fn resume_12_a_refused_resume_of_the_initialize_stream_fails_the_handshake() {
         "{events:?}"
     );
     assert!(c.is_idle());
+}
+
+/// Seed 97, once 2026-07-28 clients joined the mix: the `initialize` response stream
+/// broke after its priming event, the server restarted, and the resume was answered 404.
+/// The client reported `SessionExpired` for a session the application was never told of,
+/// initialized again and reported `Reconnected`, never `Connected` (an adapter's `connect`
+/// waits for that one). A session that ends before the first handshake finishes fails
+/// the handshake, as a refused resume of its stream does, re-initialization on or off.
+#[test]
+fn resume_12_session_8_a_404_to_the_resume_of_the_initialize_stream_fails_the_handshake() {
+    for reinitialize in [true, false] {
+        let (mut c, mut now, x) = by_hand_reinitializing(reinitialize);
+        c.handle_head(now, x, head(200, &[SSE, ("mcp-session-id", "s1")]));
+        c.handle_body(now, x, bytes::Bytes::from_static(b"id: e1\ndata:\n\n"));
+        c.handle_failure(now, x);
+        now += Duration::from_millis(200);
+        c.handle_timeout(now);
+        let (g, resume) = next_request(&mut c).expect("a resume");
+        assert!(resume);
+        c.handle_head(now, g, head(404, &[]));
+        c.handle_body_end(now, g);
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            matches!(
+                events.as_slice(),
+                [client::Event::ConnectFailed(RequestError::SessionExpired)]
+            ),
+            "reinitialize {reinitialize}: {events:?}"
+        );
+        assert!(next_request(&mut c).is_none(), "no second initialize");
+        assert!(!c.is_connected());
+        assert!(c.is_idle());
+    }
 }
 
 /// Seeds 11, 53, …: the client lost a connection the server had not noticed yet
