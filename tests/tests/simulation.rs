@@ -1,7 +1,9 @@
 //! The deterministic simulation (issue 13): client and server cores over a faulty
 //! network, the properties of `mcpwire_tests::sim` checked on every seed.
 //!
-//! - `cargo test -p mcpwire-tests --test simulation`: seeds 0..1000, every fault on.
+//! - `cargo test -p mcpwire-tests --test simulation`: seeds 0..1000, every fault on; each
+//!   seed draws a session-era, dual-era or 2026-07-28-only server and, per client, the
+//!   session era, `Revision::Auto` or 2026-07-28 exactly.
 //! - `MCPWIRE_SIM_SEED=<n>`: that seed alone (add `MCPWIRE_SIM_TRACE=1` for every step).
 //! - `MCPWIRE_SIM_SEEDS=<n>` and `-- --ignored`: the long sweep, seeds 0..n (100,000 by
 //!   default); run it in release.
@@ -50,6 +52,26 @@ fn simulation_seeds_0_to_1000_every_fault_on() {
         // Half-open cuts leave the server a connection its client gave up: the sweep
         // must reach the resumes that take such streams over (RESUME-14).
         assert!(stats.superseded > 0, "{stats:?}");
+        // Both eras, with the session era's share substantial; at 2026-07-28 the probe,
+        // broken exchanges of both kinds, answers with an error, and cancellations the
+        // server learns of by the close (MODERN-11).
+        assert!(
+            stats.session_clients > stats.modern_clients / 2,
+            "{stats:?}"
+        );
+        assert!(
+            stats.modern_clients > stats.session_clients / 2,
+            "{stats:?}"
+        );
+        assert!(stats.probes > 0 && stats.error_responses > 0, "{stats:?}");
+        assert!(
+            stats.broken_server > 0 && stats.broken_unknown > 0,
+            "{stats:?}"
+        );
+        assert!(
+            stats.modern_cancelled > 0 && stats.modern_server_cancels > 0,
+            "{stats:?}"
+        );
     }
 }
 
@@ -93,8 +115,10 @@ fn simulation_benign_faults_lose_nothing() {
         total.session_expired,
         total.closed,
         total.idless_losses,
+        total.broken_server + total.broken_unknown,
     );
-    assert_eq!(lost, (0, 0, 0, 0, 0), "{total:?}");
+    assert_eq!(lost, (0, 0, 0, 0, 0, 0), "{total:?}");
+    assert!(total.modern_responses > 0, "{total:?}");
     assert_eq!(
         total.responses + total.timeouts + total.cancelled + total.closed_by_app,
         total.requests,
