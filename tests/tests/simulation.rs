@@ -365,6 +365,80 @@ fn resume_12_session_8_a_404_to_the_resume_of_the_initialize_stream_fails_the_ha
     }
 }
 
+/// The JSON-RPC method of every request the client has to send now.
+fn sent_methods(c: &mut mcpwire::client::Client) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(t) = c.poll_transmit() {
+        if let client::Transmit::Request { body, .. } = t {
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            out.push(v["method"].as_str().unwrap_or_default().to_owned());
+        }
+    }
+    out
+}
+
+/// Seed 151850: an `Auto` client's probe answer broke after its head (no modern
+/// evidence), so it tried `initialize`; a call made meanwhile waited for the handshake,
+/// and the application cancelled it. The client queued `notifications/cancelled` behind
+/// the call, which stayed queued; the server refused `initialize` naming 2026-07-28, and
+/// both went out there: the call ran to its answer, the notification cancelling nothing
+/// at 2026-07-28 (MODERN-11). A call cancelled before it left is dropped unsent, and
+/// nothing is sent for it, in either era.
+#[test]
+fn modern_11_modern_15_a_call_cancelled_during_the_handshake_is_never_sent() {
+    let json = ("content-type", "application/json");
+    let params = RawJson::new(r#"{"name":"work","arguments":{}}"#).unwrap();
+    // Settled at 2026-07-28 after the fallback to `initialize`.
+    let mut c = mcpwire::client::Client::new(
+        client::Config::new(Pair::endpoint())
+            .with_version(mcpwire::ProtocolVersion::V2025_06_18)
+            .with_revision(client::Revision::Auto),
+        mcpwire_tests::server::counter_entropy(5),
+    );
+    let now = std::time::Instant::now();
+    c.connect(now);
+    let (probe, _) = next_request(&mut c).expect("the probe");
+    c.handle_head(now, probe, head(200, &[json]));
+    c.handle_body(
+        now,
+        probe,
+        bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"#),
+    );
+    c.handle_failure(now, probe);
+    let (init, _) = next_request(&mut c).expect("the initialize of the fallback");
+    let id = c.request(now, "tools/call", Some(&params), None).unwrap();
+    assert!(c.cancel(now, &id, Some("enough")));
+    c.handle_head(now, init, head(400, &[json]));
+    let refused = br#"{"jsonrpc":"2.0","id":2,"error":{"code":-32020,"message":"missing MCP-Protocol-Version header","data":{"supported":["2026-07-28"]}}}"#;
+    c.handle_body(now, init, bytes::Bytes::from_static(refused));
+    c.handle_body_end(now, init);
+    let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+    assert!(
+        matches!(
+            events.as_slice(),
+            [client::Event::Connected {
+                era: mcpwire::Era::Sessionless,
+                ..
+            }]
+        ),
+        "{events:?}"
+    );
+    assert_eq!(sent_methods(&mut c), Vec::<String>::new());
+    assert!(c.is_idle(), "{c:?}");
+    // In the session era: only the handshake's own messages go out.
+    let (mut c, now, init) = by_hand();
+    let id = c.request(now, "tools/call", Some(&params), None).unwrap();
+    assert!(c.cancel(now, &id, None));
+    c.handle_head(now, init, head(200, &[json]));
+    let result = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
+    c.handle_body(now, init, bytes::Bytes::from_static(result));
+    c.handle_body_end(now, init);
+    let (initialized, _) = next_request(&mut c).expect("the initialized notification");
+    c.handle_head(now, initialized, head(202, &[]));
+    c.handle_body_end(now, initialized);
+    assert_eq!(sent_methods(&mut c), Vec::<String>::new());
+}
+
 /// Seeds 11, 53, …: the client lost a connection the server had not noticed yet
 /// (half-open); its resume got 409 (HTTP-GET-9) and the request failed at once, though
 /// nothing was lost. A 409 is tried again, from the stream's budget of attempts.
