@@ -89,8 +89,8 @@
 //!    - `ResumeFailed { status: 400, message ~ "no longer retained" }` (the server reported
 //!      a gap): the seed has small rings, and the net saw that refusal sent to this client.
 //!    - `ResumeFailed { status: 0, .. }` (attempts ran out): the client's GETs failed to
-//!      connect (cut before their head, or 409 because the server had not yet noticed a
-//!      half-open connection) at least `max_attempts` times during the request's life.
+//!      connect (cut before their head or while reading an error answer, or 409 because
+//!      the server had not yet noticed a half-open connection) at least `max_attempts` times during the request's life.
 //!    - `SessionExpired`: the server ended the session the client held (idle expiry or a
 //!      restart) before. `Event::SessionExpired` likewise.
 //!    - `Closed`: the client's handshake failed (`ConnectFailed`, itself allowed only
@@ -753,6 +753,13 @@ impl Conn {
     fn finished(&self) -> bool {
         self.client_end && (self.server_end || self.dead)
     }
+
+    /// Whether breaking now makes it a GET that failed to connect: no head yet, or an
+    /// error head whose body (the refusal's reason) will not be read whole (a 409 counted
+    /// when its head came).
+    fn refused(&self) -> bool {
+        !self.head_seen || (self.status >= 300 && self.status != 409)
+    }
 }
 
 /// A server→client request's state.
@@ -1394,7 +1401,8 @@ impl Sim {
             return;
         }
         conn.dead = true;
-        let (i, cx, sx, get, head_seen) = (conn.inc, conn.cx, conn.sx, conn.get, conn.head_seen);
+        let (i, cx, sx, get) = (conn.inc, conn.cx, conn.sx, conn.get);
+        let refused = conn.refused();
         let live = !conn.server_end && conn.life == self.life;
         // Half-open: one side may learn of the cut later than the other.
         let (server_lag, client_lag) = match self.rng.below(10) {
@@ -1406,7 +1414,7 @@ impl Sim {
         let until = now + server_lag.max(client_lag);
         self.incs[i].faults.push((now, until, Fault::Cut));
         self.post_faulted(c);
-        if get && !head_seen {
+        if get && refused {
             self.incs[i].get_failures.push(now);
         }
         self.idless_end(c);
@@ -1506,7 +1514,7 @@ impl Sim {
             if !conn.client_end {
                 conn.client_end = true;
                 let (i, cx) = (conn.inc, conn.cx);
-                if conn.get && !conn.head_seen {
+                if conn.get && conn.refused() {
                     self.incs[i].get_failures.push(now);
                 }
                 self.post_faulted(c);
