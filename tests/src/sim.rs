@@ -1,11 +1,26 @@
 //! A deterministic simulation of many [`Client`]s and one [`Server`] joined by a simulated
 //! network, on a virtual clock, driven by one seeded [`Rng`].
 //!
-//! Everything a run does is drawn from its seed: the server's configuration (response
-//! mode, polling, `retry`, heartbeats, session idle time, ring and unsent limits), each
-//! client's (offered revision, standalone stream, re-initialization, backoff), what the
-//! applications do, and every fault. The same seed replays the same run exactly: nothing
-//! reads the clock or iterates a hashed map.
+//! Everything a run does is drawn from its seed: the server's configuration (the eras it
+//! serves, response mode, polling, `retry`, heartbeats, session idle time, ring and
+//! unsent limits), each client's (revision, standalone stream, re-initialization,
+//! backoff), what the applications do, and every fault. The same seed replays the same
+//! run exactly: nothing reads the clock or iterates a hashed map.
+//!
+//! # The eras
+//!
+//! The server serves the session era only (2 seeds in 5), both eras (2 in 5), or
+//! 2026-07-28 only (1 in 5); its application answers `server/discover` with the revisions
+//! served (the core leaves the probe to it). Each client speaks what the server can serve:
+//!
+//! | server        | session era (`Exactly(2025-…)`) | `Revision::Auto` | `Exactly(2026-07-28)` |
+//! |---------------|------------|------|------|
+//! | session era   | 60 %       | 40 % | —    |
+//! | both          | 40 %       | 30 % | 30 % |
+//! | 2026-07-28    | —          | 50 % | 50 % |
+//!
+//! so that over all seeds somewhat more than half the clients connect in the session
+//! era (an `Auto` client to a session-era server falls back to `initialize`).
 //!
 //! # The fault model
 //!
@@ -38,7 +53,8 @@
 //! 1. **Exactly once**: each request a client issued ends exactly once: one
 //!    `Event::Response`, one `Event::Failed`, or `Client::cancel` returning `true`; by the
 //!    end of the run every one has ended. A response carries the token of the request it
-//!    answers (no cross-wiring) and is a result (the server application never errs).
+//!    answers (no cross-wiring), and is a result, or an error exactly when the server
+//!    application chose to answer that call with one (rule 5).
 //! 2. **No duplicates, order kept**: progress notifications of one request (per client,
 //!    token) arrive with strictly increasing `progress`; messages on a session's
 //!    standalone stream carry a per-session `seq` that arrives as 1, 2, 3, … with none
@@ -73,14 +89,36 @@
 //!    - `ResumeFailed { status: 400, message ~ "no longer retained" }` (the server reported
 //!      a gap): the seed has small rings, and the net saw that refusal sent to this client.
 //!    - `ResumeFailed { status: 0, .. }` (attempts ran out): the client's GETs failed to
-//!      connect (cut before their head, or 409 because the server had not yet noticed a
-//!      half-open connection) at least `max_attempts` times during the request's life.
+//!      connect (cut before their head or while reading an error answer, or 409 because
+//!      the server had not yet noticed a half-open connection) at least `max_attempts` times during the request's life.
 //!    - `SessionExpired`: the server ended the session the client held (idle expiry or a
 //!      restart) before. `Event::SessionExpired` likewise.
 //!    - `Closed`: the client's handshake failed (`ConnectFailed`, itself allowed only
 //!      after a fault touched the client) or the application closed it.
 //!    - anything else (`Http`, `BadResponse`, other `ResumeFailed`): never.
-//! 4. **Memory returns to baseline**: at the end every client is closed, time passes every
+//!
+//!    At 2026-07-28 (the client connected sessionless) nothing resumes (MODERN-11,
+//!    MODERN-12) and there is no session: `StreamLost`, `ResumeFailed` and
+//!    `SessionExpired` are never allowed, and in their place
+//!    - `Broken { reached }`: only when the POST that carried the request was cut or held,
+//!      or the server restarted, during its life; and `reached` is `Server` exactly when
+//!      a response head of that POST reached the client (`Unknown` when none did). In
+//!      the session era `Broken` is never allowed.
+//! 4. **The era settled**: `Event::Connected { version, era }` is a revision the server
+//!    serves, in the era the client's revision allows: the session era for a session-era
+//!    revision; 2026-07-28 for `Exactly(2026-07-28)`; for `Auto`, 2026-07-28 when the
+//!    server serves it (the session era only if a fault touched the handshake: a probe
+//!    cut after its head is no modern evidence), else the session era. A
+//!    re-initialization (`Event::Reconnected`) is always of a session-era client.
+//! 5. **Answers and cancellations at 2026-07-28**: the server application answers some
+//!    calls with a JSON-RPC error (under 404 or 200 at 2026-07-28, MODERN-9); the client
+//!    hands exactly those over, as the call's response, carrying its token. The server
+//!    learns of a call its client gave up on (cancel, deadline, close) because the client
+//!    closes its response (MODERN-11): the server application must never be able to
+//!    answer such a call (unless a fault took its connection first), and it is told
+//!    `Cancelled` for a sessionless call only when its client gave up on it or a fault
+//!    took its connection. No sessionless call reaches the server application twice.
+//! 6. **Memory returns to baseline**: at the end every client is closed, time passes every
 //!    timeout, and then `Server::is_idle` and every `Client::is_idle` hold, and no
 //!    exchange is left in the net.
 //!
@@ -91,13 +129,13 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mcpwire::ProtocolVersion;
-use mcpwire::client::{self, Client, RequestError};
-use mcpwire::jsonrpc::{Kind, RawJson, RequestId};
+use mcpwire::client::{self, Client, Reached, RequestError, Revision};
+use mcpwire::jsonrpc::{ErrorCode, Kind, RawJson, RequestId};
 use mcpwire::resume::{RingLimits, StoreLimits};
 use mcpwire::server::{
-    self, CloseReason, Delivery, RequestHandle, ResponseMode, Server, SessionId, Target,
+    self, CloseReason, Delivery, Eras, RequestHandle, ResponseMode, Server, SessionId, Target,
 };
+use mcpwire::{Era, ProtocolVersion};
 
 use crate::server::counter_entropy;
 
@@ -256,6 +294,32 @@ pub struct Stats {
     pub reset_losses: u64,
     /// Connections the server cut because a resume took their stream over (RESUME-14).
     pub superseded: u64,
+    /// Client incarnations that connected in the session era.
+    pub session_clients: u64,
+    /// Client incarnations that connected at 2026-07-28 (sessionless).
+    pub modern_clients: u64,
+    /// `Revision::Auto` clients that connected in the session era to a server that serves
+    /// 2026-07-28 (their probe was cut after its head: no modern evidence).
+    pub auto_fallbacks: u64,
+    /// `server/discover` probes the server application answered.
+    pub probes: u64,
+    /// Requests of sessionless clients (counted when they end).
+    pub modern_requests: u64,
+    /// Requests of sessionless clients answered.
+    pub modern_responses: u64,
+    /// Requests of sessionless clients that timed out.
+    pub modern_timeouts: u64,
+    /// Requests of sessionless clients the application cancelled.
+    pub modern_cancelled: u64,
+    /// Requests failed with `Broken { reached: Server }`.
+    pub broken_server: u64,
+    /// Requests failed with `Broken { reached: Unknown }`.
+    pub broken_unknown: u64,
+    /// Requests answered with a JSON-RPC error (the server application's choice).
+    pub error_responses: u64,
+    /// Sessionless requests the server application learnt were cancelled (their response
+    /// closed: MODERN-11).
+    pub modern_server_cancels: u64,
 }
 
 impl Stats {
@@ -283,6 +347,18 @@ impl Stats {
         self.idless_losses += other.idless_losses;
         self.reset_losses += other.reset_losses;
         self.superseded += other.superseded;
+        self.session_clients += other.session_clients;
+        self.modern_clients += other.modern_clients;
+        self.auto_fallbacks += other.auto_fallbacks;
+        self.probes += other.probes;
+        self.modern_requests += other.modern_requests;
+        self.modern_responses += other.modern_responses;
+        self.modern_timeouts += other.modern_timeouts;
+        self.modern_cancelled += other.modern_cancelled;
+        self.broken_server += other.broken_server;
+        self.broken_unknown += other.broken_unknown;
+        self.error_responses += other.error_responses;
+        self.modern_server_cancels += other.modern_server_cancels;
     }
 }
 
@@ -343,6 +419,8 @@ pub fn run(seed: u64, faults: Faults, trace: bool) -> Report {
 #[derive(Debug)]
 struct Plan {
     server: server::Config,
+    /// The eras the server serves.
+    eras: Eras,
     mode: ResponseMode,
     small_rings: bool,
     /// Per mille of exchanges cut.
@@ -357,6 +435,8 @@ struct Plan {
     max_progress: u64,
     /// Per mille of requests that make the server ask the client (`roots/list`).
     ask: u64,
+    /// Per mille of `tools/call`s the server answers with a JSON-RPC error.
+    err: u64,
     clients: Vec<ClientPlan>,
     summary: String,
 }
@@ -364,6 +444,7 @@ struct Plan {
 #[derive(Debug)]
 struct ClientPlan {
     config: client::Config,
+    revision: Revision,
     abandon: Option<Duration>,
     max_attempts: u32,
     start: Duration,
@@ -379,6 +460,12 @@ struct RequestPlan {
 
 impl Plan {
     fn draw(rng: &mut Rng, faults: Faults) -> Self {
+        // Session era only, both eras, or 2026-07-28 only: 2 : 2 : 1.
+        let eras = match rng.below(5) {
+            0 | 1 => Eras::SESSIONS,
+            2 | 3 => Eras::ALL,
+            _ => Eras::MODERN,
+        };
         let mode = match rng.below(3) {
             0 => ResponseMode::Auto,
             1 => ResponseMode::Json,
@@ -418,6 +505,7 @@ impl Plan {
             256
         };
         let server = server::Config::new()
+            .with_eras(eras)
             .with_response_mode(mode)
             .with_retry(retry)
             .with_polling(polling)
@@ -442,6 +530,7 @@ impl Plan {
         let cancel = if faults.cancels { rng.range(0, 100) } else { 0 };
         let max_progress = rng.range(0, 4);
         let ask = rng.range(0, 400);
+        let err = rng.range(0, 100);
         let n = rng.range(1, 6);
         let mut clients = Vec::new();
         for _ in 0..n {
@@ -451,9 +540,12 @@ impl Plan {
                 _ => ProtocolVersion::V2025_11_25,
             };
             let max_attempts = rng.range(3, 6) as u32;
+            let revision = Self::revision(rng, eras, version);
+            // `with_version` is `Exactly(version)`; `Auto` keeps `version` for the
+            // `initialize` it falls back to without modern evidence.
             let config = client::Config::new(http::Uri::from_static(ENDPOINT))
-                .with_revision(client::Revision::Era(mcpwire::Era::Sessions))
                 .with_version(version)
+                .with_revision(revision)
                 .with_get_stream(rng.chance(600))
                 .with_reinitialize(rng.chance(500))
                 .with_backoff(rng.millis(50, 500), rng.millis(1000, 3000), max_attempts);
@@ -477,6 +569,7 @@ impl Plan {
             let abandon = rng.chance(100).then(|| start + rng.millis(0, 20_000));
             clients.push(ClientPlan {
                 config,
+                revision,
                 abandon,
                 max_attempts,
                 start,
@@ -484,7 +577,7 @@ impl Plan {
             });
         }
         let summary = format!(
-            "mode {mode:?}, retry {retry:?}, polling {polling:?}, heartbeat {heartbeat:?}, idle {idle:?}, ring {ring:?}, max_unsent {max_unsent}, backlog {backlog}, cut {cut}‰, delay ≤{max_delay}ms, chunks {}, hold {hold}‰ ≤{max_hold}ms, restarts {restarts:?}, cancel {cancel}‰, progress ≤{max_progress}, ask {ask}‰, clients {:?}",
+            "eras {eras:?}, mode {mode:?}, retry {retry:?}, polling {polling:?}, heartbeat {heartbeat:?}, idle {idle:?}, ring {ring:?}, max_unsent {max_unsent}, backlog {backlog}, cut {cut}‰, delay ≤{max_delay}ms, chunks {}, hold {hold}‰ ≤{max_hold}ms, restarts {restarts:?}, cancel {cancel}‰, progress ≤{max_progress}, ask {ask}‰, errors {err}‰, clients {:?}",
             faults.chunks,
             clients
                 .iter()
@@ -493,6 +586,7 @@ impl Plan {
         );
         Self {
             server,
+            eras,
             mode,
             small_rings,
             cut,
@@ -503,8 +597,30 @@ impl Plan {
             restarts,
             max_progress,
             ask,
+            err,
             clients,
             summary,
+        }
+    }
+
+    /// A client's revision, for a server serving `eras`: the session era (offering
+    /// `version` in `initialize`), `Auto` (which probes `server/discover` and settles
+    /// what the server offers), or 2026-07-28 exactly (no probe), each only where the
+    /// server serves something it can speak. Over all seeds about half the clients end
+    /// up in the session era.
+    fn revision(rng: &mut Rng, eras: Eras, version: ProtocolVersion) -> Revision {
+        let sessions = Revision::Exactly(version);
+        let modern = Revision::Exactly(ProtocolVersion::V2026_07_28);
+        match (eras.contains(Eras::SESSIONS), eras.contains(Eras::MODERN)) {
+            (true, false) if rng.chance(600) => sessions,
+            (true, false) => Revision::Auto,
+            (true, true) => match rng.below(10) {
+                0..=3 => sessions,
+                4..=6 => Revision::Auto,
+                _ => modern,
+            },
+            _ if rng.chance(500) => Revision::Auto,
+            _ => modern,
         }
     }
 }
@@ -537,6 +653,10 @@ struct Req {
 struct Inc {
     slot: usize,
     client: Client,
+    /// When it was created (its handshake began).
+    born: Instant,
+    /// The era it connected in (`Event::Connected`), once it did.
+    era: Option<Era>,
     /// (from, to, what): the faults that touched it.
     faults: Vec<(Instant, Instant, Fault)>,
     /// When its GETs failed to connect: cut before their response head, or refused with
@@ -546,6 +666,8 @@ struct Inc {
     gaps: Vec<Instant>,
     /// Its requests whose POST was cut or held.
     faulted_posts: BTreeSet<RequestId>,
+    /// Its requests whose POST delivered a response head to it.
+    post_heads: BTreeSet<RequestId>,
     closing: bool,
     closed: bool,
     connect_failed: bool,
@@ -631,6 +753,13 @@ impl Conn {
     fn finished(&self) -> bool {
         self.client_end && (self.server_end || self.dead)
     }
+
+    /// Whether breaking now makes it a GET that failed to connect: no head yet, or an
+    /// error head whose body (the refusal's reason) will not be read whole (a 409 counted
+    /// when its head came).
+    fn refused(&self) -> bool {
+        !self.head_seen || (self.status >= 300 && self.status != 409)
+    }
 }
 
 /// A server→client request's state.
@@ -655,6 +784,8 @@ enum Task {
     Answer {
         handle: RequestHandle,
         token: String,
+        /// Answer with this error instead of a result.
+        error: Option<ErrorCode>,
     },
 }
 
@@ -697,6 +828,13 @@ struct Sim {
     /// Session ids the server ended, and when.
     ended: BTreeMap<String, Instant>,
     seen: BTreeSet<(u32, SessionId, RequestId)>,
+    /// The tokens of the sessionless requests the server application got (a sessionless
+    /// request is never sent again, so never arrives twice, on any server life).
+    seen_tokens: BTreeSet<String>,
+    /// The `server/discover` probes the server application got.
+    probes: BTreeSet<(u32, RequestHandle)>,
+    /// The tokens of the requests the server application answered with an error.
+    errs: BTreeSet<String>,
     answers: BTreeMap<String, (Instant, Delivery)>,
     progress_sent: BTreeMap<String, Vec<(u64, Delivery)>>,
     asks: BTreeMap<(u32, RequestId), Ask>,
@@ -735,6 +873,9 @@ impl Sim {
             wires: BTreeMap::new(),
             ended: BTreeMap::new(),
             seen: BTreeSet::new(),
+            seen_tokens: BTreeSet::new(),
+            probes: BTreeSet::new(),
+            errs: BTreeSet::new(),
             answers: BTreeMap::new(),
             progress_sent: BTreeMap::new(),
             asks: BTreeMap::new(),
@@ -923,12 +1064,14 @@ impl Sim {
                 while let Some(e) = self.incs[i].client.poll_event() {
                     events.push(e);
                 }
-                // A failed handshake fails the waiting requests (`Closed`) just before it
-                // reports itself.
-                if events
-                    .iter()
-                    .any(|e| matches!(e, client::Event::ConnectFailed(_)))
-                {
+                // A failed handshake (or re-initialization) fails the waiting requests
+                // (`Closed`) just before it reports itself.
+                if events.iter().any(|e| {
+                    matches!(
+                        e,
+                        client::Event::ConnectFailed(_) | client::Event::ReconnectFailed(_)
+                    )
+                }) {
                     self.incs[i].connect_failed = true;
                 }
                 for e in events {
@@ -1203,6 +1346,9 @@ impl Sim {
             Down::Head(head) => {
                 conn.head_seen = true;
                 conn.status = head.status.as_u16();
+                if let Some(id) = conn.carries.clone() {
+                    self.incs[i].post_heads.insert(id);
+                }
                 let (status, get, resume) = (conn.status, conn.get, conn.resume);
                 if get && status == 409 {
                     self.incs[i].get_failures.push(now);
@@ -1255,7 +1401,8 @@ impl Sim {
             return;
         }
         conn.dead = true;
-        let (i, cx, sx, get, head_seen) = (conn.inc, conn.cx, conn.sx, conn.get, conn.head_seen);
+        let (i, cx, sx, get) = (conn.inc, conn.cx, conn.sx, conn.get);
+        let refused = conn.refused();
         let live = !conn.server_end && conn.life == self.life;
         // Half-open: one side may learn of the cut later than the other.
         let (server_lag, client_lag) = match self.rng.below(10) {
@@ -1267,7 +1414,7 @@ impl Sim {
         let until = now + server_lag.max(client_lag);
         self.incs[i].faults.push((now, until, Fault::Cut));
         self.post_faulted(c);
-        if get && !head_seen {
+        if get && refused {
             self.incs[i].get_failures.push(now);
         }
         self.idless_end(c);
@@ -1367,7 +1514,7 @@ impl Sim {
             if !conn.client_end {
                 conn.client_end = true;
                 let (i, cx) = (conn.inc, conn.cx);
-                if conn.get && !conn.head_seen {
+                if conn.get && conn.refused() {
                     self.incs[i].get_failures.push(now);
                 }
                 self.post_faulted(c);
@@ -1396,10 +1543,13 @@ impl Sim {
         self.incs.push(Inc {
             slot: s,
             client,
+            born: self.now,
+            era: None,
             faults: Vec::new(),
             get_failures: Vec::new(),
             gaps: Vec::new(),
             faulted_posts: BTreeSet::new(),
+            post_heads: BTreeSet::new(),
             closing: false,
             closed: false,
             connect_failed: false,
@@ -1489,6 +1639,41 @@ impl Sim {
         }
     }
 
+    /// The handshake settled `version` in `era`: what the client's revision allows, and
+    /// what the server serves. A client that may speak 2026-07-28 (`Auto`) speaks it to a
+    /// server that serves it, unless a fault touched its handshake (a probe cut after its
+    /// head is no modern evidence: it falls back to `initialize`, which such a server also
+    /// serves); to a session-era server it speaks the session era.
+    fn connected(&mut self, i: usize, version: ProtocolVersion, era: Era) {
+        let now = self.now;
+        let eras = self.plan.eras;
+        let inc = &self.incs[i];
+        let revision = self.slots[inc.slot].plan.revision;
+        let touched = inc.touched(inc.born, now);
+        let served = self.server.supported_versions().contains(&version);
+        let modern = version == ProtocolVersion::V2026_07_28;
+        let allowed = match (revision, era) {
+            (Revision::Exactly(v), Era::Sessions) => v.uses_initialize() && !modern,
+            (Revision::Exactly(v), Era::Sessionless) => v == version,
+            (Revision::Auto, Era::Sessionless) => modern,
+            (Revision::Auto, Era::Sessions) => !modern && (!eras.contains(Eras::MODERN) || touched),
+            _ => false,
+        };
+        if !served || !allowed {
+            self.violation(format!(
+                "client {i}: {revision:?} connected at {version} ({era:?}) to a server serving {eras:?} (fault touched: {touched})"
+            ));
+        }
+        match era {
+            Era::Sessionless => self.stats.modern_clients += 1,
+            _ => self.stats.session_clients += 1,
+        }
+        if revision == Revision::Auto && era == Era::Sessions && eras.contains(Eras::MODERN) {
+            self.stats.auto_fallbacks += 1;
+        }
+        self.incs[i].era = Some(era);
+    }
+
     /// Records the end of request `id`; a second end is a violation.
     fn end(&mut self, i: usize, id: &RequestId, how: String) -> bool {
         let now = self.now;
@@ -1505,6 +1690,16 @@ impl Sim {
             ));
             return false;
         }
+        if self.incs[i].era == Some(Era::Sessionless) {
+            self.stats.modern_requests += 1;
+            match how.as_str() {
+                "response" => self.stats.modern_responses += 1,
+                "cancelled" => self.stats.modern_cancelled += 1,
+                "failed: Timeout" => self.stats.modern_timeouts += 1,
+                _ => {}
+            }
+        }
+        let req = self.incs[i].requests.get_mut(id).expect("request");
         req.end = Some((now, how));
         true
     }
@@ -1512,11 +1707,18 @@ impl Sim {
     fn client_event(&mut self, i: usize, e: client::Event) {
         let now = self.now;
         match e {
-            client::Event::Connected { version, .. } => {
-                self.log(|| format!("client {i}: connected {version}"));
+            client::Event::Connected { version, era, .. } => {
+                self.log(|| format!("client {i}: connected {version} ({era:?})"));
+                self.connected(i, version, era);
             }
-            client::Event::Reconnected { version, .. } => {
-                self.log(|| format!("client {i}: reconnected {version}"));
+            client::Event::Reconnected { version, era, .. } => {
+                self.log(|| format!("client {i}: reconnected {version} ({era:?})"));
+                if era != Era::Sessions || self.incs[i].era != Some(Era::Sessions) {
+                    let was = self.incs[i].era;
+                    self.violation(format!(
+                        "client {i}: re-initialized into {era:?} from {was:?} (only a session is re-initialized)"
+                    ));
+                }
             }
             client::Event::ConnectFailed(error) | client::Event::ReconnectFailed(error) => {
                 self.log(|| format!("client {i}: connect failed: {error}"));
@@ -1541,14 +1743,26 @@ impl Sim {
                 let token = req.token.clone();
                 let delivered = req.progress;
                 self.log(|| format!("client {i}: response {id}"));
-                if m.kind() != Kind::Response {
+                // The server application answers some calls with an error (under a 404
+                // or 200 at 2026-07-28, MODERN-9): the client hands it over as the
+                // call's answer, and only for those.
+                let error = m.kind() == Kind::Error;
+                if error != self.errs.contains(&token) {
                     return self.violation(format!(
-                        "client {i}: request {id} got an error response: {text}"
+                        "client {i}: request {id} (token {token}) answered {}, though the server {}: {text}",
+                        if error { "with an error" } else { "with a result" },
+                        if error { "sent none" } else { "answered it with an error" },
                     ));
                 }
-                let echo = serde_json::from_str::<serde_json::Value>(&text)
-                    .ok()
-                    .and_then(|v| Some(v["result"]["content"][0]["text"].as_str()?.to_owned()));
+                let v = serde_json::from_str::<serde_json::Value>(&text).unwrap_or_default();
+                let echo = if error {
+                    self.stats.error_responses += 1;
+                    v["error"]["message"].as_str().map(str::to_owned)
+                } else {
+                    v["result"]["content"][0]["text"]
+                        .as_str()
+                        .map(str::to_owned)
+                };
                 if echo.as_deref() != Some(token.as_str()) {
                     return self.violation(format!(
                         "client {i}: request {id} (token {token}) got another request's response: {text}"
@@ -1620,6 +1834,7 @@ impl Sim {
         let inc = &self.incs[i];
         let req = &inc.requests[id];
         let (issued, deadline) = (req.issued, req.deadline);
+        let modern = inc.era == Some(Era::Sessionless);
         let why = match error {
             RequestError::Timeout => {
                 self.stats.timeouts += 1;
@@ -1641,6 +1856,40 @@ impl Sim {
                 } else {
                     None
                 }
+            }
+            RequestError::Broken { reached } => {
+                // 2026-07-28 resumes nothing (MODERN-11, MODERN-12): a request whose
+                // exchange broke is lost, and only a fault on that exchange breaks it.
+                let server = *reached == Reached::Server;
+                if server {
+                    self.stats.broken_server += 1;
+                } else {
+                    self.stats.broken_unknown += 1;
+                }
+                let head = inc.post_heads.contains(id);
+                if !modern {
+                    Some(format!("{error:?} in the session era"))
+                } else if !inc.faulted_posts.contains(id) {
+                    Some(format!(
+                        "{error:?}, though its POST was neither cut nor held and the server did not restart"
+                    ))
+                } else if server != head {
+                    let saw = if head { "saw" } else { "never saw" };
+                    Some(format!(
+                        "{error:?}, though the client {saw} a response head for its POST"
+                    ))
+                } else {
+                    None
+                }
+            }
+            RequestError::StreamLost
+            | RequestError::ResumeFailed { .. }
+            | RequestError::SessionExpired
+                if modern =>
+            {
+                Some(format!(
+                    "{error:?} at 2026-07-28, where nothing resumes and there is no session"
+                ))
             }
             RequestError::StreamLost => {
                 // Without an id nothing was resumed: only its POST matters, or the
@@ -1814,6 +2063,9 @@ impl Sim {
         let life = self.life;
         match e {
             server::Event::Request(req) => {
+                if req.era() == Era::Sessionless {
+                    return self.sessionless_request(&req);
+                }
                 let Some(s) = req.session() else {
                     return self.violation("a request without a session".into());
                 };
@@ -1843,16 +2095,33 @@ impl Sim {
             }
             server::Event::Notification { .. } => {}
             server::Event::Cancelled { request, .. } => {
-                // Only a request the client gave up on (cancel, or its deadline) is.
+                if self.probes.contains(&(life, request)) {
+                    // A probe whose exchange went before the application answered it.
+                    return;
+                }
+                // Only a request the client gave up on (cancel, or its deadline) is; at
+                // 2026-07-28 also one whose response went with its connection
+                // (MODERN-11): cut or held (the server ends a reader too slow), or its
+                // client closed.
                 let token = self.handles.get(&(life, request)).cloned();
-                let req = token
+                let found = token.as_ref().and_then(|t| self.tokens.get(t)).cloned();
+                let inc = found.as_ref().map(|(i, _)| &self.incs[*i]);
+                let req = found
                     .as_ref()
-                    .and_then(|t| self.tokens.get(t))
                     .and_then(|(i, id)| self.incs[*i].requests.get(id));
                 let how = req
                     .and_then(|r| r.end.as_ref())
                     .map(|(_, how)| how.as_str());
-                if !matches!(how, Some("cancelled" | "failed: Timeout")) {
+                let modern = inc.is_some_and(|inc| inc.era == Some(Era::Sessionless));
+                let gone = found.as_ref().is_some_and(|(i, id)| {
+                    self.incs[*i].faulted_posts.contains(id) || how == Some("failed: Closed")
+                });
+                if modern {
+                    self.stats.modern_server_cancels += 1;
+                }
+                let allowed =
+                    matches!(how, Some("cancelled" | "failed: Timeout")) || modern && gone;
+                if !allowed {
                     let how = how.map(str::to_owned);
                     self.violation(format!(
                         "server: request {token:?} cancelled, but its client ended it as {how:?}"
@@ -1906,6 +2175,54 @@ impl Sim {
         }
     }
 
+    /// A request of 2026-07-28: the probe, answered at once with the revisions served (the
+    /// core leaves `server/discover` to the application), or a `tools/call`.
+    fn sessionless_request(&mut self, req: &server::IncomingRequest) {
+        let now = self.now;
+        let life = self.life;
+        if let Some(s) = req.session() {
+            return self.violation(format!("server: a sessionless request in session {s:?}"));
+        }
+        if !self.plan.eras.contains(Eras::MODERN) {
+            return self.violation(format!(
+                "server: a sessionless {} handed on by a server that does not serve 2026-07-28",
+                req.method()
+            ));
+        }
+        match req.method() {
+            "server/discover" => {
+                self.stats.probes += 1;
+                self.probes.insert((life, req.handle()));
+                let versions: Vec<String> = self
+                    .server
+                    .supported_versions()
+                    .iter()
+                    .map(|v| format!(r#""{v}""#))
+                    .collect();
+                let result = format!(
+                    r#"{{"resultType":"complete","supportedVersions":[{}],"capabilities":{{"tools":{{}}}},"ttlMs":0,"cacheScope":"private"}}"#,
+                    versions.join(",")
+                );
+                let result = RawJson::new(&result).expect("JSON");
+                // Its exchange may be gone already (cut): nothing to answer then.
+                let _ = self.server.respond(now, req.handle(), &result);
+            }
+            "tools/call" => {
+                let token = serde_json::from_str::<serde_json::Value>(
+                    req.message().payload().map_or("null", |p| p.as_str()),
+                )
+                .ok()
+                .and_then(|v| Some(v["_meta"]["progressToken"].as_str()?.to_owned()))
+                .unwrap_or_default();
+                if !self.seen_tokens.insert(token.clone()) {
+                    self.violation(format!("server: sessionless request {token} arrived twice"));
+                }
+                self.plan_answer(req);
+            }
+            other => self.violation(format!("server: unexpected sessionless request {other}")),
+        }
+    }
+
     /// A `tools/call`: progress, perhaps a question to the client, then the answer.
     fn plan_answer(&mut self, req: &server::IncomingRequest) {
         let params: serde_json::Value = req
@@ -1945,9 +2262,17 @@ impl Sim {
             self.at(at, Action::Task(life, Task::Ask(s)));
         }
         at += self.rng.millis(0, 3000);
+        let error = self.rng.chance(self.plan.err).then(|| {
+            if self.rng.chance(500) {
+                ErrorCode::METHOD_NOT_FOUND
+            } else {
+                ErrorCode::INTERNAL_ERROR
+            }
+        });
         let task = Task::Answer {
             handle: req.handle(),
             token,
+            error,
         };
         self.at(at, Action::Task(life, task));
     }
@@ -2002,14 +2327,53 @@ impl Sim {
                     self.asks.insert((life, id), Ask::Open(s));
                 }
             }
-            Task::Answer { handle, token } => {
-                let result = format!(r#"{{"content":[{{"type":"text","text":"{token}"}}]}}"#);
-                let result = RawJson::new(&result).expect("JSON");
-                if let Ok(d) = self.server.respond(now, handle, &result) {
-                    self.log(|| format!("server: answered {token}: {d:?}"));
+            Task::Answer {
+                handle,
+                token,
+                error,
+            } => {
+                let sent = match error {
+                    // The message is the token, so that the client can tell whose it is.
+                    Some(code) => self.server.respond_error(now, handle, code, &token, None),
+                    None => {
+                        let result =
+                            format!(r#"{{"content":[{{"type":"text","text":"{token}"}}]}}"#);
+                        let result = RawJson::new(&result).expect("JSON");
+                        self.server.respond(now, handle, &result)
+                    }
+                };
+                if let Ok(d) = sent {
+                    self.log(|| format!("server: answered {token} (error {error:?}): {d:?}"));
+                    if error.is_some() {
+                        self.errs.insert(token.clone());
+                    }
+                    self.answered_abandoned(&token);
                     self.answers.insert(token, (now, d));
                 }
             }
+        }
+    }
+
+    /// The server application could answer `token`: at 2026-07-28 the client closes the
+    /// response of a call it gives up on (cancel, deadline, close), and the server must
+    /// learn it (MODERN-11) and settle the call, unless a fault took that connection
+    /// first (the server learns of a half-open cut late).
+    fn answered_abandoned(&mut self, token: &str) {
+        let Some((i, id)) = self.tokens.get(token).cloned() else {
+            return;
+        };
+        let inc = &self.incs[i];
+        if inc.era != Some(Era::Sessionless) || inc.faulted_posts.contains(&id) {
+            return;
+        }
+        let how = inc.requests[&id].end.as_ref().map(|(_, how)| how.clone());
+        if matches!(
+            how.as_deref(),
+            Some("cancelled" | "failed: Timeout" | "failed: Closed")
+        ) {
+            self.violation(format!(
+                "server: answered {token}, though its client ended it ({how:?}) and closed its response: the server never learnt (MODERN-11)"
+            ));
         }
     }
 

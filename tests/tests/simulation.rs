@@ -1,7 +1,9 @@
 //! The deterministic simulation (issue 13): client and server cores over a faulty
 //! network, the properties of `mcpwire_tests::sim` checked on every seed.
 //!
-//! - `cargo test -p mcpwire-tests --test simulation`: seeds 0..1000, every fault on.
+//! - `cargo test -p mcpwire-tests --test simulation`: seeds 0..1000, every fault on; each
+//!   seed draws a session-era, dual-era or 2026-07-28-only server and, per client, the
+//!   session era, `Revision::Auto` or 2026-07-28 exactly.
 //! - `MCPWIRE_SIM_SEED=<n>`: that seed alone (add `MCPWIRE_SIM_TRACE=1` for every step).
 //! - `MCPWIRE_SIM_SEEDS=<n>` and `-- --ignored`: the long sweep, seeds 0..n (100,000 by
 //!   default); run it in release.
@@ -50,6 +52,26 @@ fn simulation_seeds_0_to_1000_every_fault_on() {
         // Half-open cuts leave the server a connection its client gave up: the sweep
         // must reach the resumes that take such streams over (RESUME-14).
         assert!(stats.superseded > 0, "{stats:?}");
+        // Both eras, with the session era's share substantial; at 2026-07-28 the probe,
+        // broken exchanges of both kinds, answers with an error, and cancellations the
+        // server learns of by the close (MODERN-11).
+        assert!(
+            stats.session_clients > stats.modern_clients / 2,
+            "{stats:?}"
+        );
+        assert!(
+            stats.modern_clients > stats.session_clients / 2,
+            "{stats:?}"
+        );
+        assert!(stats.probes > 0 && stats.error_responses > 0, "{stats:?}");
+        assert!(
+            stats.broken_server > 0 && stats.broken_unknown > 0,
+            "{stats:?}"
+        );
+        assert!(
+            stats.modern_cancelled > 0 && stats.modern_server_cancels > 0,
+            "{stats:?}"
+        );
     }
 }
 
@@ -93,8 +115,10 @@ fn simulation_benign_faults_lose_nothing() {
         total.session_expired,
         total.closed,
         total.idless_losses,
+        total.broken_server + total.broken_unknown,
     );
-    assert_eq!(lost, (0, 0, 0, 0, 0), "{total:?}");
+    assert_eq!(lost, (0, 0, 0, 0, 0, 0), "{total:?}");
+    assert!(total.modern_responses > 0, "{total:?}");
     assert_eq!(
         total.responses + total.timeouts + total.cancelled + total.closed_by_app,
         total.requests,
@@ -229,10 +253,22 @@ fn by_hand() -> (
     std::time::Instant,
     client::ExchangeId,
 ) {
+    by_hand_reinitializing(false)
+}
+
+/// [`by_hand`], re-initializing after its session ends or not.
+fn by_hand_reinitializing(
+    reinitialize: bool,
+) -> (
+    mcpwire::client::Client,
+    std::time::Instant,
+    client::ExchangeId,
+) {
     let mut c = mcpwire::client::Client::new(
         client::Config::new(Pair::endpoint())
             .with_revision(client::Revision::Era(mcpwire::Era::Sessions))
             .with_get_stream(false)
+            .with_reinitialize(reinitialize)
             .with_backoff(Duration::from_millis(100), Duration::from_millis(100), 3),
         mcpwire_tests::server::counter_entropy(3),
     );
@@ -294,6 +330,113 @@ fn resume_12_a_refused_resume_of_the_initialize_stream_fails_the_handshake() {
         "{events:?}"
     );
     assert!(c.is_idle());
+}
+
+/// Seed 97, once 2026-07-28 clients joined the mix: the `initialize` response stream
+/// broke after its priming event, the server restarted, and the resume was answered 404.
+/// The client reported `SessionExpired` for a session the application was never told of,
+/// initialized again and reported `Reconnected`, never `Connected` (an adapter's `connect`
+/// waits for that one). A session that ends before the first handshake finishes fails
+/// the handshake, as a refused resume of its stream does, re-initialization on or off.
+#[test]
+fn resume_12_session_8_a_404_to_the_resume_of_the_initialize_stream_fails_the_handshake() {
+    for reinitialize in [true, false] {
+        let (mut c, mut now, x) = by_hand_reinitializing(reinitialize);
+        c.handle_head(now, x, head(200, &[SSE, ("mcp-session-id", "s1")]));
+        c.handle_body(now, x, bytes::Bytes::from_static(b"id: e1\ndata:\n\n"));
+        c.handle_failure(now, x);
+        now += Duration::from_millis(200);
+        c.handle_timeout(now);
+        let (g, resume) = next_request(&mut c).expect("a resume");
+        assert!(resume);
+        c.handle_head(now, g, head(404, &[]));
+        c.handle_body_end(now, g);
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert!(
+            matches!(
+                events.as_slice(),
+                [client::Event::ConnectFailed(RequestError::SessionExpired)]
+            ),
+            "reinitialize {reinitialize}: {events:?}"
+        );
+        assert!(next_request(&mut c).is_none(), "no second initialize");
+        assert!(!c.is_connected());
+        assert!(c.is_idle());
+    }
+}
+
+/// The JSON-RPC method of every request the client has to send now.
+fn sent_methods(c: &mut mcpwire::client::Client) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(t) = c.poll_transmit() {
+        if let client::Transmit::Request { body, .. } = t {
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            out.push(v["method"].as_str().unwrap_or_default().to_owned());
+        }
+    }
+    out
+}
+
+/// Seed 151850: an `Auto` client's probe answer broke after its head (no modern
+/// evidence), so it tried `initialize`; a call made meanwhile waited for the handshake,
+/// and the application cancelled it. The client queued `notifications/cancelled` behind
+/// the call, which stayed queued; the server refused `initialize` naming 2026-07-28, and
+/// both went out there: the call ran to its answer, the notification cancelling nothing
+/// at 2026-07-28 (MODERN-11). A call cancelled before it left is dropped unsent, and
+/// nothing is sent for it, in either era.
+#[test]
+fn modern_11_modern_15_a_call_cancelled_during_the_handshake_is_never_sent() {
+    let json = ("content-type", "application/json");
+    let params = RawJson::new(r#"{"name":"work","arguments":{}}"#).unwrap();
+    // Settled at 2026-07-28 after the fallback to `initialize`.
+    let mut c = mcpwire::client::Client::new(
+        client::Config::new(Pair::endpoint())
+            .with_version(mcpwire::ProtocolVersion::V2025_06_18)
+            .with_revision(client::Revision::Auto),
+        mcpwire_tests::server::counter_entropy(5),
+    );
+    let now = std::time::Instant::now();
+    c.connect(now);
+    let (probe, _) = next_request(&mut c).expect("the probe");
+    c.handle_head(now, probe, head(200, &[json]));
+    c.handle_body(
+        now,
+        probe,
+        bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"#),
+    );
+    c.handle_failure(now, probe);
+    let (init, _) = next_request(&mut c).expect("the initialize of the fallback");
+    let id = c.request(now, "tools/call", Some(&params), None).unwrap();
+    assert!(c.cancel(now, &id, Some("enough")));
+    c.handle_head(now, init, head(400, &[json]));
+    let refused = br#"{"jsonrpc":"2.0","id":2,"error":{"code":-32020,"message":"missing MCP-Protocol-Version header","data":{"supported":["2026-07-28"]}}}"#;
+    c.handle_body(now, init, bytes::Bytes::from_static(refused));
+    c.handle_body_end(now, init);
+    let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+    assert!(
+        matches!(
+            events.as_slice(),
+            [client::Event::Connected {
+                era: mcpwire::Era::Sessionless,
+                ..
+            }]
+        ),
+        "{events:?}"
+    );
+    assert_eq!(sent_methods(&mut c), Vec::<String>::new());
+    assert!(c.is_idle(), "{c:?}");
+    // In the session era: only the handshake's own messages go out.
+    let (mut c, now, init) = by_hand();
+    let id = c.request(now, "tools/call", Some(&params), None).unwrap();
+    assert!(c.cancel(now, &id, None));
+    c.handle_head(now, init, head(200, &[json]));
+    let result = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
+    c.handle_body(now, init, bytes::Bytes::from_static(result));
+    c.handle_body_end(now, init);
+    let (initialized, _) = next_request(&mut c).expect("the initialized notification");
+    c.handle_head(now, initialized, head(202, &[]));
+    c.handle_body_end(now, initialized);
+    assert_eq!(sent_methods(&mut c), Vec::<String>::new());
 }
 
 /// Seeds 11, 53, …: the client lost a connection the server had not noticed yet

@@ -779,6 +779,14 @@ impl Client {
 
     /// 404 to a request with a session id (SESSION-8).
     pub(super) fn session_expired(&mut self, now: Instant) {
+        // The session ended before the first handshake finished (the resume of the
+        // `initialize` stream was answered 404: the server restarted, say): the handshake
+        // fails, as a refused resume of its stream does. Re-initializing here would report
+        // `Reconnected` for a session the application was never told of, and `Connected`
+        // never.
+        if self.phase == Phase::Initializing && self.handshake == Handshake::First {
+            return self.connect_failed(RequestError::SessionExpired);
+        }
         self.fail_all(RequestError::SessionExpired);
         self.drop_streams();
         for x in std::mem::take(&mut self.exchanges).into_keys() {

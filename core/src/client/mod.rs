@@ -616,7 +616,9 @@ impl Client {
     }
 
     /// Gives up on a request: it is forgotten (a late response is dropped) and the server
-    /// is sent `notifications/cancelled`. Returns whether it was in flight.
+    /// is told: `notifications/cancelled` in the session eras, its response closed at
+    /// 2026-07-28 (MODERN-11). A request still waiting for the handshake is dropped
+    /// unsent, and nothing is sent for it. Returns whether it was in flight.
     pub fn cancel(&mut self, now: Instant, id: &RequestId, reason: Option<&str>) -> bool {
         let _ = now;
         // A call waiting for the application's input has nothing at the server.
@@ -637,6 +639,16 @@ impl Client {
     /// or one that never left is dropped; in the session eras with
     /// `notifications/cancelled`.
     fn cancel_at_server(&mut self, id: &RequestId, reason: Option<&str>) {
+        // One that never left (it waits for the handshake) is dropped, in any era: the
+        // server never hears of it. A cancellation queued behind it instead would go out
+        // with it, and in the era the handshake settles, which may be 2026-07-28, where
+        // the notification cancels nothing (MODERN-11) and the call would run.
+        let waiting = self.waiting.len();
+        self.waiting
+            .retain(|o| !matches!(o, Outbound::Call { id: Some(i), .. } if i == id));
+        if self.waiting.len() != waiting {
+            return;
+        }
         if self.era != Era::Sessionless {
             let _ = self.send_message(&Outgoing::Cancelled {
                 request: id,
@@ -644,8 +656,6 @@ impl Client {
             });
             return;
         }
-        self.waiting
-            .retain(|o| !matches!(o, Outbound::Call { id: Some(i), .. } if i == id));
         self.abort_carrying(id);
     }
 
