@@ -12,7 +12,8 @@
 //         legacy      the SDK's SSEServerTransport: GET /sse, POST /messages?sessionId=
 //
 // Stdout: the port on the first line, then one JSON line per event the tests check
-// ({"event": "session-initialized" | "session-closed" | "resume" | "legacy-open" | ...}).
+// ({"event": "session-initialized" | "session-closed" | "resume" | "legacy-open" |
+// "aborted" (slow_count saw its request cancelled) | "counted" (it ran to the end) | ...}).
 // Tools, as in `mcpwire serve`: echo {text}; slow_count {n, delay_ms} (one
 // notifications/progress per step when the request carries a progress token).
 
@@ -65,6 +66,7 @@ function mcpServer() {
             for (let step = 1; step <= n; step++) {
                 await sleep(delay_ms);
                 if (extra.signal.aborted) {
+                    log('aborted', { name: 'slow_count', step });
                     return { content: [{ type: 'text', text: 'cancelled' }], isError: true };
                 }
                 if (token !== undefined) {
@@ -83,6 +85,7 @@ function mcpServer() {
                     extra.closeSSEStream();
                 }
             }
+            log('counted', { n });
             return { content: [{ type: 'text', text: String(n) }] };
         }
     );

@@ -273,7 +273,10 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
         return run_blocking(&options);
     }
     block_on(PROG, async {
-        match tokio::time::timeout(options.timeout, run(&options)).await {
+        // The core bounds the handshake and the call (and cancels the call at the server
+        // when its time is up); this is the backstop, with time for `close`.
+        let backstop = options.timeout + Duration::from_secs(5);
+        match tokio::time::timeout(backstop, run(&options)).await {
             Ok(code) => code,
             Err(_) => {
                 eprintln!("{PROG}: timed out after {} ms", options.timeout.as_millis());
@@ -645,8 +648,12 @@ fn run_blocking(options: &Options) -> ExitCode {
     outcome(options, result)
 }
 
+/// The same call on `mcpwire_tokio::client`. As in [`run_blocking`], the overall timeout
+/// bounds the handshake (the core's connect timeout) and then the call (its deadline in
+/// the core, which tells the server the call is given up).
 async fn run(options: &Options) -> ExitCode {
-    let config = config(options);
+    let started = std::time::Instant::now();
+    let config = config(options).with_connect_timeout(options.timeout);
     let mut connect_options = ClientOptions::new();
     if let Some(roots) = &options.roots {
         connect_options = connect_options.with_root_certificates(roots.iter().cloned());
@@ -679,13 +686,14 @@ async fn run(options: &Options) -> ExitCode {
             }
         }
     });
+    let left = || options.timeout.saturating_sub(started.elapsed());
     if lists_first(options, client.era())
-        && let Err(e) = client.call("tools/list", None).await
+        && let Err(e) = client.call_timeout("tools/list", None, left()).await
     {
         eprintln!("{PROG}: tools/list before the call failed: {e}");
     }
     let result = match &options.tool {
-        Some(tool) => match client.start_tool_call(tool, options.args.clone(), None) {
+        Some(tool) => match client.start_tool_call(tool, options.args.clone(), Some(left())) {
             Ok(mut call) => {
                 while let Some(step) = call.progress().await {
                     print_progress(&step);
@@ -694,7 +702,7 @@ async fn run(options: &Options) -> ExitCode {
             }
             Err(e) => Err(e),
         },
-        None => client.call("tools/list", None).await,
+        None => client.call_timeout("tools/list", None, left()).await,
     };
     lock(&responder).take();
     client.close().await;

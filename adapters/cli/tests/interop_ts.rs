@@ -269,3 +269,44 @@ fn resume_4_legacy_6_mcpwire_call_blocking_against_the_ts_servers() {
         }
     }
 }
+
+/// A call given up mid-stream stops the TypeScript SDK 1.32 servers' tool: `mcpwire call`
+/// (each client) times out, and the core tells the server with `notifications/cancelled`
+/// (HTTP-POST-12: a dropped connection is no cancellation; on the legacy transport too),
+/// which aborts the tool's signal: it stops partway and never counts to the end.
+#[test]
+fn http_post_12_a_call_given_up_mid_stream_stops_the_ts_servers_tool() {
+    const N: u64 = 50;
+    const DELAY_MS: u64 = 100;
+    for client in ADAPTERS {
+        for (mode, path) in [("streamable", "/mcp"), ("legacy", "/sse")] {
+            let mut server = TsServer::start("ts-server.mjs", mode);
+            let url = server.url(path);
+            let started = std::time::Instant::now();
+            let options = [client, &["--timeout-ms", "1500"]].concat();
+            let args = json!({"n": N, "delay_ms": DELAY_MS});
+            let out = ts::mcpwire_call_run(&options, &url, "slow_count", &args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                !out.status.success() && stderr.contains("the request timed out"),
+                "{client:?} {mode}: the call should have timed out: {stderr}"
+            );
+            let progress = ts::progress_lines(&stderr);
+            assert!(!progress.is_empty(), "{client:?} {mode}: it ran: {stderr}");
+            let aborted = server.wait_for("aborted", |e| e["name"] == "slow_count");
+            assert!(
+                aborted["step"].as_u64().is_some_and(|s| s < N),
+                "{client:?} {mode}: {aborted}"
+            );
+            assert!(
+                started.elapsed() < std::time::Duration::from_millis(1_500 + 3_000),
+                "{client:?} {mode}: the abort came late"
+            );
+            server.read_until(started + std::time::Duration::from_millis(N * DELAY_MS + 1_500));
+            assert!(
+                server.seen("counted").is_empty(),
+                "{client:?} {mode}: the tool counted to the end"
+            );
+        }
+    }
+}
