@@ -19,9 +19,18 @@
 //! - [`sim`]: a deterministic simulation of many clients and one server over a faulty
 //!   network on a virtual clock, with the properties checked on every seed.
 //! - [`splitmix64`]: the one 64-bit mixer behind every seeded source of the tests.
+//! - [`cluster`]: several servers as the nodes of one cluster over a shared store kept
+//!   in memory, the store driver contract performed literally.
+//! - [`redis_server`]: a real `redis-server` of a test's own on 127.0.0.1 (installed with
+//!   apt-get when missing), stopped and restarted on the same port at will.
+//! - [`round_robin`]: a TCP proxy on 127.0.0.1 handing each new connection to the next
+//!   of several upstreams, whose set can change and whose connections can all be cut.
 
 pub mod alloc;
+pub mod cluster;
 pub mod pair;
+pub mod redis_server;
+pub mod round_robin;
 pub mod server;
 pub mod server_ops;
 pub mod shards;

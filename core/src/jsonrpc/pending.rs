@@ -89,7 +89,8 @@ struct Entry<T> {
 /// remembers each request's caller token and deadline, and matches responses by id,
 /// whichever stream they arrive on.
 ///
-/// Ids are the integers 1, 2, 3, … and are never reused, so a late or duplicate response
+/// Ids are the integers 1, 2, 3, … (or from the offset of
+/// [`starting_at`](Pending::starting_at)) and are never reused, so a late or duplicate response
 /// is recognised ([`Resolution::Stale`]) without remembering finished requests. Lookups
 /// are `O(log n)` in a `BTreeMap`; the core keeps no hash map that would need a random
 /// seed. Time is an argument: the table never reads a clock.
@@ -120,13 +121,14 @@ struct Entry<T> {
 /// ```
 #[derive(Debug)]
 pub struct Pending<T> {
-    // INVARIANT: every key of `entries` is in 1..next; every (deadline, id) in
+    // INVARIANT: every key of `entries` is in first..next; every (deadline, id) in
     // `deadlines` belongs to an entry of `entries` with that deadline, and back. An id in
-    // `expired` is in 1..next and not in `entries`. entries.len() + expired.len() <= max
+    // `expired` is in first..next and not in `entries`. entries.len() + expired.len() <= max
     // after every register.
     entries: BTreeMap<i64, Entry<T>>,
     deadlines: BTreeSet<(Instant, i64)>,
     expired: VecDeque<(i64, T)>,
+    first: i64,
     next: i64,
     max: usize,
 }
@@ -137,13 +139,27 @@ impl<T> Pending<T> {
 
     /// An empty table that holds at most `max_pending` requests.
     pub fn new(max_pending: usize) -> Self {
+        Self::starting_at(max_pending, 1)
+    }
+
+    /// An empty table whose ids count up from `first` (at least 1): tables that must not
+    /// issue the same ids (the nodes of a cluster) each start at their own offset.
+    pub fn starting_at(max_pending: usize, first: i64) -> Self {
+        let first = first.max(1);
         Self {
             entries: BTreeMap::new(),
             deadlines: BTreeSet::new(),
             expired: VecDeque::new(),
-            next: 1,
+            first,
+            next: first,
             max: max_pending,
         }
+    }
+
+    /// Whether this table issued `id` (pending or not).
+    pub fn issued(&self, id: &RequestId) -> bool {
+        id.as_int()
+            .is_some_and(|n| (self.first..self.next).contains(&n))
     }
 
     /// Issues the next id for a request and remembers `token` (the caller's handle) until
@@ -175,7 +191,7 @@ impl<T> Pending<T> {
         match id.as_int() {
             Some(n) => match self.remove(n) {
                 Some(token) => Resolution::Matched(token),
-                None if (1..self.next).contains(&n) => Resolution::Stale,
+                None if (self.first..self.next).contains(&n) => Resolution::Stale,
                 None => Resolution::Unknown,
             },
             None => Resolution::Unknown,

@@ -82,7 +82,10 @@ impl Server {
             let session = self.sessions.get_mut(&s).expect("validated session exists");
             session.exchanges += 1;
             session.last_active = now;
-            session.handshake = Handshake::Complete;
+            let was = std::mem::replace(&mut session.handshake, Handshake::Complete);
+            if session.shared.is_some() {
+                self.shared_activity(now, s, was);
+            }
         }
         Ok((session, version))
     }
@@ -135,6 +138,23 @@ impl Server {
         legacy: bool,
     ) -> Result<SessionId, Refuse> {
         let peer = self.exchanges[&x].headers.peer;
+        self.make_places(peer)?;
+        let Some(s) = self.new_session(now, version, legacy, peer) else {
+            self.give_back_session_place();
+            return Err(no_session_id());
+        };
+        let e = self.exchanges.get_mut(&x).expect("exchange exists");
+        e.session = Some(s);
+        self.sessions.get_mut(&s).expect("new session").exchanges += 1;
+        // A legacy session lives on the node that holds its stream.
+        if self.is_node() && !legacy {
+            self.share_new_session(now, s);
+        }
+        Ok(s)
+    }
+
+    /// Takes a place for one more session, of `peer`: 503 when every one is active.
+    pub(super) fn make_places(&mut self, peer: Option<std::net::IpAddr>) -> Result<(), Refuse> {
         if !self.make_peer_place(peer) {
             return Err(Refuse::new(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -148,14 +168,7 @@ impl Server {
                     .code(ErrorCode::INTERNAL_ERROR),
             );
         }
-        let Some(s) = self.new_session(now, version, legacy, peer) else {
-            self.give_back_session_place();
-            return Err(no_session_id());
-        };
-        let e = self.exchanges.get_mut(&x).expect("exchange exists");
-        e.session = Some(s);
-        self.sessions.get_mut(&s).expect("new session").exchanges += 1;
-        Ok(s)
+        Ok(())
     }
 
     /// Creates a session with a fresh id from the entropy source.
@@ -185,8 +198,21 @@ impl Server {
                 return None;
             }
             let header = HeaderValue::from_str(&hex).ok()?;
-            Some((hex.into_boxed_str(), header))
+            Some((std::sync::Arc::<str>::from(hex), header))
         })?;
+        Some(self.insert_session(now, wire, header, version, legacy, peer))
+    }
+
+    /// Holds a session of this id: minted here, or another node's (adopted).
+    pub(super) fn insert_session(
+        &mut self,
+        now: Instant,
+        wire: std::sync::Arc<str>,
+        header: HeaderValue,
+        version: ProtocolVersion,
+        legacy: bool,
+        peer: Option<std::net::IpAddr>,
+    ) -> SessionId {
         let s = SessionId(self.key());
         self.session_ids.insert(wire.clone(), s);
         if let Some(ip) = peer {
@@ -213,8 +239,9 @@ impl Server {
                 get: None,
                 streams: Default::default(),
                 server_requests: Default::default(),
+                shared: None,
             },
         );
-        Some(s)
+        s
     }
 }

@@ -147,6 +147,8 @@ pub struct Config {
     pub(super) polling: Option<Duration>,
     pub(super) linger: Duration,
     pub(super) store: StoreLimits,
+    /// This server's node in a cluster ([`Config::with_node`]); `None`: alone.
+    pub(super) node: Option<super::NodeId>,
     /// This server's shard and how many there are ([`Config::shards`]).
     pub(super) shard: (usize, usize),
     /// The sessions held by every shard of the endpoint, when there are several.
@@ -214,6 +216,7 @@ impl Config {
             polling: None,
             linger: Duration::from_secs(60),
             store: StoreLimits::new(),
+            node: None,
             shard: (0, 1),
             budget: None,
             tool_mirrors: None,
@@ -470,6 +473,23 @@ impl Config {
     /// The bound heads are read with: the configured one, or the widest tool's count.
     pub(super) fn param_header_limit(&self) -> usize {
         self.max_param_headers.max(self.widest_mirrors)
+    }
+
+    /// Makes this server node `node` of a cluster that shares its sessions and resumable
+    /// streams through a store the driver performs (see [`super::cluster`]): sessions
+    /// minted here are written to it, sessions minted elsewhere are loaded from it, every
+    /// frame of a resumable stream is appended to it, and a resume of another node's
+    /// stream follows that stream there. Every node of one cluster needs its own number
+    /// (the top 16 bits of its event ids). `None` (the default): the server is alone and
+    /// emits no store work.
+    pub fn with_node(mut self, node: Option<super::NodeId>) -> Self {
+        self.node = node;
+        self
+    }
+
+    /// The node this server is in its cluster, if it is one ([`with_node`](Self::with_node)).
+    pub fn node(&self) -> Option<super::NodeId> {
+        self.node
     }
 
     /// The event store's bounds (rings, the byte budget, each ring's retention).

@@ -383,6 +383,10 @@ impl Server {
                 .push_back(Event::Cancelled { request: h, reason });
             return;
         }
+        if let (Scope::Session(s), Some("notifications/cancelled")) = (scope, message.method()) {
+            // The request may run on another node of the cluster.
+            self.spread_cancel(s, &message);
+        }
         self.events
             .push_back(Event::Notification { session, message });
     }
@@ -398,6 +402,10 @@ impl Server {
             return;
         };
         if self.server_requests.token(id) != Some(&s) {
+            if !self.server_requests.issued(id) {
+                // Another node of the cluster may have asked.
+                self.spread_response(s, &message);
+            }
             return;
         }
         let _ = self.server_requests.resolve(id);

@@ -119,6 +119,7 @@
 
 mod admit;
 mod check;
+pub mod cluster;
 mod config;
 mod dispatch;
 mod head;
@@ -139,6 +140,7 @@ use std::time::Instant;
 use bytes::BytesMut;
 
 pub use crate::Era;
+pub use cluster::{NodeId, RingKey, StoreInput, StoreOp, StoreUnavailable};
 pub use config::{
     Allow, Config, DEFAULT_MAX_PARAM_HEADERS, Eras, LegacyPaths, ResponseMode, SessionMode,
 };
@@ -173,7 +175,7 @@ pub struct Server {
     exchanges: BTreeMap<ExchangeId, Exchange>,
     sessions: BTreeMap<SessionId, Session>,
     // INVARIANT: `session_ids` maps exactly the `wire` of every session in `sessions`.
-    session_ids: BTreeMap<Box<str>, SessionId>,
+    session_ids: BTreeMap<std::sync::Arc<str>, SessionId>,
     // INVARIANT: `peers` counts the sessions of each peer address, and holds no zero.
     peers: BTreeMap<std::net::IpAddr, usize>,
     streams: BTreeMap<StreamId, Stream>,
@@ -189,6 +191,12 @@ pub struct Server {
     now: Option<Instant>,
     /// [`Server::shutdown`] was called: every new exchange gets 503.
     shutting_down: bool,
+    /// Store work for the driver (cluster nodes only, [`Config::with_node`]).
+    store_ops: VecDeque<StoreOp>,
+    /// The exchanges waiting for each session being loaded from the shared store.
+    loading: BTreeMap<std::sync::Arc<str>, Vec<ExchangeId>>,
+    /// The rings this node writes that another node follows (their appends announced).
+    followed: BTreeSet<crate::resume::RingId>,
 }
 
 impl std::fmt::Debug for Server {
@@ -208,8 +216,17 @@ impl Server {
     pub fn new(config: Config, mut entropy: Box<dyn Entropy + Send>) -> Self {
         let mut epoch = [0; 8];
         entropy.fill(&mut epoch);
-        let store = MemoryStore::new(Epoch::new(u64::from_le_bytes(epoch)), config.store);
-        let server_requests = Pending::new(config.max_server_requests);
+        let random = u64::from_le_bytes(epoch);
+        let epoch = config
+            .node
+            .map_or(Epoch::new(random), |node| node.epoch(random));
+        let store = MemoryStore::new(epoch, config.store);
+        // A cluster node's server→client request ids carry its number above bit 36, so
+        // no two nodes issue one id to a session (2^52 at most: exact in JavaScript).
+        let first = config
+            .node
+            .map_or(1, |node| (i64::from(node.get()) << 36) + 1);
+        let server_requests = Pending::starting_at(config.max_server_requests, first);
         let next = 1 + config.shard.0 as u64;
         Self {
             config,
@@ -232,6 +249,9 @@ impl Server {
             scratch: BytesMut::new(),
             now: None,
             shutting_down: false,
+            store_ops: VecDeque::new(),
+            loading: BTreeMap::new(),
+            followed: BTreeSet::new(),
         }
     }
 
@@ -290,6 +310,9 @@ impl Server {
             && self.server_requests.is_empty()
             && self.store.ring_count() == 0
             && self.events.is_empty()
+            && self.store_ops.is_empty()
+            && self.loading.is_empty()
+            && self.followed.is_empty()
     }
 
     /// The next exchange with something to write (a head, body bytes or its end), each
@@ -427,7 +450,8 @@ impl Server {
                 session.idle_timer = None;
                 let due = self.config.idle_due(session);
                 if session.exchanges > 0 {
-                    // Active: looked at again when its last exchange ends.
+                    // Active: looked at again when its last exchange ends (a shared
+                    // session's record is touched meanwhile, `Timer::Touch`).
                 } else if due > now {
                     session.idle_timer = Some(due);
                     self.timers.insert((due, Timer::Idle(s)));
@@ -435,6 +459,7 @@ impl Server {
                     self.close_session_key(s, CloseReason::Expired);
                 }
             }
+            Timer::Touch(s) => self.touch_due(now, s),
             Timer::Linger(t) => {
                 if self
                     .streams

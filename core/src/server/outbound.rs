@@ -165,7 +165,9 @@ impl Server {
         let awaiting: Vec<ExchangeId> = self
             .exchanges
             .iter()
-            .filter(|(_, e)| matches!(e.phase, Phase::Body | Phase::Awaiting))
+            .filter(|(_, e)| {
+                e.parked || matches!(e.phase, Phase::Body | Phase::Awaiting | Phase::Parked)
+            })
             .map(|(x, _)| *x)
             .collect();
         for x in awaiting {
@@ -334,6 +336,9 @@ impl Server {
                 let frame = self.scratch.split().freeze();
                 // A ring that cannot take it (its own bounds) still sends it live.
                 let _ = self.store.append(now, &s, id, frame.clone());
+                if self.is_node() {
+                    self.share_frame(s, id, &frame);
+                }
                 frame
             }
             None => {
@@ -368,7 +373,7 @@ impl Server {
     /// last frame it was handed). The check is on what is already queued, so a frame
     /// larger than the bound still goes to a reader that keeps up, and frames queued in
     /// the same call as it (a priming event) are not thrown away with it.
-    fn push_data(&mut self, x: ExchangeId, frame: Bytes) {
+    pub(super) fn push_data(&mut self, x: ExchangeId, frame: Bytes) {
         let Some(e) = self.exchanges.get_mut(&x) else {
             return;
         };
@@ -617,6 +622,9 @@ impl Server {
         Encoder::new().encode_priming(text.sse_id(), self.config.retry, &mut self.scratch);
         let frame = self.scratch.split().freeze();
         let _ = self.store.append(now, &s, id, frame.clone());
+        if self.is_node() {
+            self.share_frame(s, id, &frame);
+        }
         self.push(x, Transmit::Data(frame));
     }
 
@@ -677,7 +685,12 @@ impl Server {
             return;
         }
         stream.conn = None;
-        let gone = stream.ring.is_none() && matches!(stream.kind, StreamKind::Post { .. })
+        // A followed ring is another node's: nothing here outlives the connection.
+        let gone = stream.ring.is_none()
+            && matches!(
+                stream.kind,
+                StreamKind::Post { .. } | StreamKind::Follow { .. }
+            )
             || stream.done && stream.ring.is_none();
         let linger = stream.done && stream.ring.is_some();
         if gone {
@@ -698,6 +711,9 @@ impl Server {
         stream.done = true;
         let conn = stream.conn;
         let resumable = stream.ring.is_some();
+        if let (Some(ring), Some(s), true) = (stream.ring, stream.session, self.is_node()) {
+            self.share_finish(s, ring);
+        }
         if let Some(x) = conn {
             self.push(x, Transmit::End);
         }
@@ -719,9 +735,14 @@ impl Server {
         {
             e.carries = Carries::Nothing;
         }
+        if let StreamKind::Follow { .. } = stream.kind {
+            self.store_ops
+                .push_back(super::StoreOp::Unfollow { stream: t });
+        }
         if let Some(s) = stream.session {
             if let Some(ring) = stream.ring {
                 self.store.drop_ring(&s, ring);
+                self.followed.remove(&ring);
             }
             if let Some(session) = self.sessions.get_mut(&s) {
                 session.streams.remove(&t);

@@ -18,6 +18,7 @@ use crate::jsonrpc::{ErrorCode, ParseError, RequestId};
 use crate::jsonrpc::{Json, ToJson};
 
 /// A refusal: status, and the JSON-RPC error its body carries.
+#[derive(Clone)]
 pub(super) struct Refuse {
     status: StatusCode,
     code: ErrorCode,

@@ -10,7 +10,7 @@ use http::{Method, StatusCode};
 use super::Server;
 use super::check;
 use super::config::{Config, Eras, SessionMode};
-use super::head::McpHeaders;
+use super::head::{McpHeaders, SessionHeader, VersionHeader};
 use super::ids::ExchangeId;
 use super::refuse::{Refuse, session_not_found};
 use super::state::{Body, Exchange, Phase, Route};
@@ -98,6 +98,10 @@ impl Server {
             return x;
         }
         self.exchanges.insert(x, exchange);
+        if let Some(wire) = self.unseen_session(&head, x) {
+            self.park_for_session(x, wire);
+            return x;
+        }
         match route {
             Route::Get => self.open_get(now, x),
             Route::LegacyStream => self.open_legacy(now, x),
@@ -105,6 +109,30 @@ impl Server {
             Route::LegacyPost(_) | Route::Post | Route::Refused => {}
         }
         x
+    }
+
+    /// On a cluster node, the id of a session this node does not hold, which exchange
+    /// `x` names under the session era (a modern request ignores it, SESSION-10): it may
+    /// be another node's, so it is loaded before the exchange is served.
+    fn unseen_session(
+        &self,
+        head: &http::request::Parts,
+        x: ExchangeId,
+    ) -> Option<std::sync::Arc<str>> {
+        if !self.is_node() {
+            return None;
+        }
+        let e = &self.exchanges[&x];
+        let sessionless =
+            matches!(&e.headers.version, VersionHeader::Known(v) if !v.uses_initialize());
+        if e.headers.session != SessionHeader::Unknown
+            || sessionless
+            || !matches!(e.route, Route::Post | Route::Get | Route::Delete)
+        {
+            return None;
+        }
+        let wire = check::single(&head.headers, check::SESSION_ID).ok()??;
+        super::cluster::is_session_id(wire).then(|| wire.into())
     }
 
     /// Path, security and method checks, in the documented precedence.
@@ -276,6 +304,11 @@ impl Server {
             return;
         };
         if e.phase != Phase::Body {
+            return;
+        }
+        if e.parked {
+            // Dispatched once its session is loaded (`session_loaded`).
+            e.phase = Phase::Parked;
             return;
         }
         e.phase = Phase::Dispatching;

@@ -46,6 +46,9 @@ pub(super) enum Phase {
     Responding,
     /// `End` or `Abort` is queued: nothing more is added.
     Ended,
+    /// The body is complete, kept while the session it names is loaded from the shared
+    /// store ([`Exchange::parked`]); dispatched when the answer comes.
+    Parked,
 }
 
 /// A request body as it arrives.
@@ -154,6 +157,9 @@ pub(super) struct Exchange {
     /// Its stream's next heartbeat and polling close, while their entries are in the
     /// timers: taken out with the exchange, so a gone exchange leaves no deadline.
     pub(super) beats: Beats,
+    /// It names a session this node does not hold, which is being loaded from the shared
+    /// store: its head is served once the answer comes (cluster nodes only).
+    pub(super) parked: bool,
 }
 
 /// The deadlines a streaming exchange holds in the timers.
@@ -187,6 +193,7 @@ impl Exchange {
             last_write: now,
             stream_after: None,
             beats: Beats::default(),
+            parked: false,
         }
     }
 }
@@ -203,11 +210,22 @@ pub(super) enum Handshake {
     Complete,
 }
 
+/// What a cluster node keeps of a session it shares (see [`super::cluster`]).
+#[derive(Debug)]
+pub(super) struct Shared {
+    /// The node that minted it.
+    pub(super) home: crate::resume::Epoch,
+    /// When its record was last written or touched.
+    pub(super) touched: Instant,
+    /// Its touch deadline in the timer index, if one is.
+    pub(super) touch_timer: Option<Instant>,
+}
+
 /// One session.
 #[derive(Debug)]
 pub(super) struct Session {
     /// The `Mcp-Session-Id` value (32 lowercase hex digits).
-    pub(super) wire: Box<str>,
+    pub(super) wire: std::sync::Arc<str>,
     /// The same id as a header value, made once.
     pub(super) header: http::HeaderValue,
     pub(super) version: ProtocolVersion,
@@ -231,6 +249,8 @@ pub(super) struct Session {
     pub(super) streams: BTreeSet<StreamId>,
     /// Server→client requests awaiting a response.
     pub(super) server_requests: BTreeSet<RequestId>,
+    /// On a cluster node, a session it shares (boxed: alone, a server pays a word).
+    pub(super) shared: Option<Box<Shared>>,
 }
 
 /// What kind of SSE stream.
@@ -242,6 +262,14 @@ pub(super) enum StreamKind {
     Get,
     /// A legacy HTTP+SSE stream (its session's only stream).
     Legacy,
+    /// Another node's ring, followed through the shared store for a resume (see
+    /// [`super::cluster`]): `next` is the sequence number of the next frame to hand on;
+    /// `opening` until the replay came.
+    Follow {
+        ring: super::cluster::RingKey,
+        next: u64,
+        opening: bool,
+    },
 }
 
 /// One SSE stream: the logical stream, which outlives its connections when resumable.
@@ -301,4 +329,6 @@ pub(super) enum Timer {
     Idle(SessionId),
     /// A finished stream's frames may go (docs/requirements.md §14.2).
     Linger(StreamId),
+    /// A shared session's record is touched while it is in use here (cluster nodes).
+    Touch(SessionId),
 }

@@ -53,7 +53,13 @@ impl Server {
                     .get(t)
                     .is_some_and(|t| t.ring == Some(after.ring()))
             });
-        let Some(t) = stream.filter(|_| after.epoch() == self.store.epoch()) else {
+        let stream = stream.filter(|_| after.epoch() == self.store.epoch());
+        if stream.is_none() && self.is_node() {
+            // Another node's ring, or one this node no longer holds: the shared store
+            // has it, if anyone does.
+            return self.follow(x, s, after);
+        }
+        let Some(t) = stream else {
             return self.refuse(
                 x,
                 Refuse::new(
@@ -106,6 +112,9 @@ impl Server {
             self.prime(now, s, ring, x);
         }
         self.attach(now, t, x);
+        if self.is_node() {
+            self.take_over(s, after);
+        }
     }
 
     /// GET without `Last-Event-ID`: connects the session's standalone stream.

@@ -28,11 +28,22 @@ impl Server {
         }
     }
 
-    /// Ends a session and everything it holds.
+    /// Ends a session and everything it holds; on a cluster node, everywhere when the
+    /// reason says so (see [`shared_end`](Self::shared_end)).
     pub(super) fn close_session_key(&mut self, s: SessionId, reason: CloseReason) {
+        self.close_session_as(s, reason, true);
+    }
+
+    /// Ends a session here only: another node ended it.
+    pub(super) fn close_session_here(&mut self, s: SessionId, reason: CloseReason) {
+        self.close_session_as(s, reason, false);
+    }
+
+    fn close_session_as(&mut self, s: SessionId, reason: CloseReason, spread: bool) {
         let Some(session) = self.sessions.remove(&s) else {
             return;
         };
+        self.shared_end(s, &session, reason, spread);
         self.give_back_session_place();
         self.session_ids.remove(&session.wire);
         if let Some(ip) = session.peer

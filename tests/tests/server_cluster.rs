@@ -1,0 +1,507 @@
+//! Several nodes of one cluster (`Config::with_node`) over a shared store: any node
+//! serves any live session (SESSION-7 only once it is gone everywhere), DELETE ends it on
+//! every node (HTTP-DELETE-1), a stream written on one node is resumed on another with
+//! every frame once (RESUME-5, RESUME-6), a resume wins over a connection the writer
+//! still holds (RESUME-14), and an unreachable store fails only what needs it, with 503.
+//! The store is `mcpwire_tests::cluster`'s, which performs the driver contract literally.
+
+use std::time::Duration;
+
+use mcpwire::jsonrpc::RawJson;
+use mcpwire::server::{Config, Event, ResponseMode, StoreOp, Target};
+use mcpwire_tests::cluster::Cluster;
+use mcpwire_tests::server::{Harness, Reply};
+
+const V3: &str = "2025-11-25";
+const CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}"#;
+
+fn sse() -> Config {
+    Config::new().with_response_mode(ResponseMode::Sse)
+}
+
+fn post(
+    c: &mut Cluster,
+    node: usize,
+    sid: Option<&str>,
+    body: &str,
+) -> mcpwire::server::ExchangeId {
+    let x = c.nodes[node].post(sid, Some(V3), body);
+    c.pump();
+    x
+}
+
+fn get(c: &mut Cluster, node: usize, sid: &str, last: Option<&str>) -> mcpwire::server::ExchangeId {
+    let x = c.nodes[node].get(sid, last);
+    c.pump();
+    x
+}
+
+/// `initialize` on `node`, then `notifications/initialized` on `then`.
+fn initialize(c: &mut Cluster, node: usize, then: usize) -> String {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{V3}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    );
+    let x = c.nodes[node].post(None, None, &body);
+    let request = c.nodes[node].take_request();
+    c.nodes[node].answer(
+        &request,
+        &format!(r#"{{"protocolVersion":"{V3}","capabilities":{{}},"serverInfo":{{"name":"h","version":"1"}}}}"#),
+    );
+    c.pump();
+    let sid = c.nodes[node]
+        .reply(x)
+        .header("mcp-session-id")
+        .expect("a session")
+        .to_owned();
+    let n = post(
+        c,
+        then,
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(c.nodes[then].reply(n).status(), 202);
+    for node in &mut c.nodes {
+        node.take_events();
+    }
+    sid
+}
+
+fn progress(h: &mut Harness, request: mcpwire::server::RequestHandle, n: u32) {
+    let params = format!(r#"{{"progressToken":1,"progress":{n}}}"#);
+    h.server
+        .notify(
+            h.now,
+            Target::Request(request),
+            "notifications/progress",
+            Some(&RawJson::new(&params).unwrap()),
+        )
+        .unwrap();
+    h.drain();
+}
+
+fn disconnect(h: &mut Harness, x: mcpwire::server::ExchangeId) {
+    h.server.handle_disconnect(h.now, x);
+    h.drain();
+}
+
+fn progress_values(reply: &Reply) -> Vec<i64> {
+    reply
+        .messages()
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| m["params"]["progress"].as_i64().unwrap())
+        .collect()
+}
+
+fn last_id(reply: &Reply) -> String {
+    reply
+        .events()
+        .iter()
+        .rev()
+        .map(|e| e.id().to_owned())
+        .find(|id| !id.is_empty())
+        .expect("an event id")
+}
+
+#[test]
+fn session_7_a_session_minted_on_one_node_is_served_by_every_node() {
+    let mut c = Cluster::new(3, Config::new);
+    // Minted on node 0, its handshake completed on node 1, a call answered on node 2.
+    let sid = initialize(&mut c, 0, 1);
+    let x = post(&mut c, 2, Some(&sid), CALL);
+    let request = c.nodes[2].take_request();
+    assert!(request.session().is_some());
+    c.nodes[2].answer(&request, r#"{"content":[]}"#);
+    assert_eq!(c.nodes[2].reply(x).status(), 200);
+    assert_eq!(c.nodes[2].reply(x).header("mcp-session-id"), Some(&*sid));
+    // The record was written when minted (pending) and when the handshake completed.
+    let puts: Vec<(usize, Duration)> = c
+        .store
+        .log
+        .iter()
+        .filter_map(|(node, op)| match op {
+            StoreOp::PutSession { ttl, .. } => Some((*node, *ttl)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(puts.len(), 2, "{puts:?}");
+    assert_eq!(puts[0].0, 0);
+    assert_eq!(puts[1].0, 1);
+    assert!(
+        puts[0].1 < puts[1].1,
+        "a pending handshake lives shorter: {puts:?}"
+    );
+    // Each node loaded it once; node 2's second request needs no load.
+    let loads = |c: &Cluster| {
+        c.store
+            .log
+            .iter()
+            .filter(|(_, op)| matches!(op, StoreOp::LoadSession { .. }))
+            .count()
+    };
+    assert_eq!(loads(&c), 2);
+    let y = post(
+        &mut c,
+        2,
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(c.nodes[2].reply(y).status(), 202);
+    assert_eq!(loads(&c), 2);
+}
+
+#[test]
+fn session_7_an_id_no_node_minted_is_404_once_the_store_says_so() {
+    let mut c = Cluster::new(2, Config::new);
+    let unknown = "0123456789abcdef0123456789abcdef";
+    let x = post(&mut c, 1, Some(unknown), CALL);
+    assert_eq!(c.nodes[1].reply(x).status(), 404);
+    // An id not of the minted form is not even looked up.
+    let y = post(&mut c, 1, Some("*"), CALL);
+    assert_eq!(c.nodes[1].reply(y).status(), 404);
+    let loads: Vec<_> = c
+        .store
+        .log
+        .iter()
+        .filter(|(_, op)| matches!(op, StoreOp::LoadSession { .. }))
+        .collect();
+    assert_eq!(loads.len(), 1, "{loads:?}");
+}
+
+#[test]
+fn http_delete_1_delete_on_one_node_ends_the_session_on_every_node() {
+    let mut c = Cluster::new(3, Config::new);
+    let sid = initialize(&mut c, 0, 1);
+    let x = c.nodes[2].send(
+        Harness::head(
+            "DELETE",
+            "/mcp",
+            &[("mcp-session-id", &sid), ("mcp-protocol-version", V3)],
+        ),
+        None,
+    );
+    c.pump();
+    assert_eq!(c.nodes[2].reply(x).status(), 200);
+    assert!(c.store.sessions.is_empty());
+    // Every node's copy is gone: the application heard of it on each.
+    for (i, node) in c.nodes.iter_mut().enumerate() {
+        let closed = node
+            .take_events()
+            .into_iter()
+            .any(|e| matches!(e, Event::SessionClosed { .. }));
+        assert!(closed, "node {i} closed its copy");
+        assert_eq!(node.server.session_count(), 0, "node {i}");
+    }
+    for node in 0..3 {
+        let y = post(&mut c, node, Some(&sid), CALL);
+        assert_eq!(c.nodes[node].reply(y).status(), 404, "node {node}");
+    }
+}
+
+#[test]
+fn resume_5_resume_6_a_stream_written_on_one_node_is_resumed_on_another() {
+    let mut c = Cluster::new(2, sse);
+    let sid = initialize(&mut c, 0, 0);
+    let x = post(&mut c, 0, Some(&sid), CALL);
+    let request = c.nodes[0].take_request();
+    progress(&mut c.nodes[0], request.handle(), 1);
+    let seen = c.nodes[0].reply(x);
+    assert_eq!(progress_values(&seen), [1]);
+    let last = last_id(&seen);
+    disconnect(&mut c.nodes[0], x);
+    progress(&mut c.nodes[0], request.handle(), 2);
+    c.nodes[0].answer(&request, r#"{"content":[]}"#);
+    c.pump();
+    // The client resumes on node 1: exactly what it missed, then the stream ends.
+    let r = get(&mut c, 1, &sid, Some(&last));
+    let resumed = c.nodes[1].reply(r);
+    assert_eq!(resumed.status(), 200);
+    assert_eq!(progress_values(&resumed), [2]);
+    let answers: Vec<_> = resumed
+        .messages()
+        .into_iter()
+        .filter(|m| m["id"] == 7)
+        .collect();
+    assert_eq!(answers.len(), 1, "{:?}", resumed.messages());
+    assert!(resumed.ended);
+    assert_eq!(c.store.follows(), 0);
+    // Another session cannot resume it (RESUME-6).
+    let other = initialize(&mut c, 1, 1);
+    let y = get(&mut c, 1, &other, Some(&last));
+    assert_eq!(c.nodes[1].reply(y).status(), 400);
+}
+
+#[test]
+fn resume_5_a_resume_on_another_node_follows_the_stream_live() {
+    let mut c = Cluster::new(2, sse);
+    let sid = initialize(&mut c, 0, 1);
+    let x = post(&mut c, 0, Some(&sid), CALL);
+    let request = c.nodes[0].take_request();
+    progress(&mut c.nodes[0], request.handle(), 1);
+    let last = last_id(&c.nodes[0].reply(x));
+    disconnect(&mut c.nodes[0], x);
+    c.nodes[0].drain();
+    let r = get(&mut c, 1, &sid, Some(&last));
+    assert_eq!(c.nodes[1].reply(r).status(), 200);
+    assert!(!c.nodes[1].reply(r).ended);
+    // The writer goes on; the follower relays each frame as it is appended.
+    for n in 2..=4 {
+        progress(&mut c.nodes[0], request.handle(), n);
+        c.pump();
+        assert_eq!(
+            progress_values(&c.nodes[1].reply(r)),
+            (2..=n).map(i64::from).collect::<Vec<_>>()
+        );
+    }
+    c.nodes[0].answer(&request, r#"{"content":[]}"#);
+    c.pump();
+    let resumed = c.nodes[1].reply(r);
+    assert!(resumed.ended, "the follower ends with the stream");
+    assert_eq!(
+        resumed.messages().iter().filter(|m| m["id"] == 7).count(),
+        1
+    );
+    assert_eq!(c.store.follows(), 0);
+}
+
+#[test]
+fn resume_14_a_resume_on_another_node_cuts_the_connection_the_writer_still_has() {
+    let mut c = Cluster::new(2, sse);
+    let sid = initialize(&mut c, 0, 0);
+    let x = post(&mut c, 0, Some(&sid), CALL);
+    let request = c.nodes[0].take_request();
+    progress(&mut c.nodes[0], request.handle(), 1);
+    let last = last_id(&c.nodes[0].reply(x));
+    // The connection died silently: node 0 still believes it alive.
+    let r = get(&mut c, 1, &sid, Some(&last));
+    assert!(c.nodes[0].reply(x).aborted, "the old connection is cut");
+    progress(&mut c.nodes[0], request.handle(), 2);
+    c.pump();
+    assert_eq!(progress_values(&c.nodes[0].reply(x)), [1]);
+    assert_eq!(progress_values(&c.nodes[1].reply(r)), [2]);
+    // Back on node 0, the writer: a local resume, which cuts node 1's follow.
+    let last = last_id(&c.nodes[1].reply(r));
+    let back = get(&mut c, 0, &sid, Some(&last));
+    assert!(c.nodes[1].reply(r).aborted);
+    assert_eq!(c.store.follows(), 0);
+    progress(&mut c.nodes[0], request.handle(), 3);
+    assert_eq!(progress_values(&c.nodes[0].reply(back)), [3]);
+}
+
+#[test]
+fn resume_5_a_frame_the_store_lost_is_a_gap_never_a_silent_skip() {
+    let mut c = Cluster::new(2, sse);
+    let sid = initialize(&mut c, 0, 0);
+    let x = post(&mut c, 0, Some(&sid), CALL);
+    let request = c.nodes[0].take_request();
+    progress(&mut c.nodes[0], request.handle(), 1);
+    let last = last_id(&c.nodes[0].reply(x));
+    disconnect(&mut c.nodes[0], x);
+    let r = get(&mut c, 1, &sid, Some(&last));
+    // Progress 2's append is lost; 3's is not.
+    c.set_available(false);
+    progress(&mut c.nodes[0], request.handle(), 2);
+    c.pump();
+    c.set_available(true);
+    progress(&mut c.nodes[0], request.handle(), 3);
+    c.pump();
+    let cut = c.nodes[1].reply(r);
+    assert!(cut.ended, "the follower stops at the hole");
+    assert!(
+        progress_values(&cut).is_empty(),
+        "{:?}",
+        progress_values(&cut)
+    );
+    // Resumed again after its last id: the store has no 2, so the resume says so.
+    let again = get(&mut c, 1, &sid, Some(&last));
+    assert_eq!(c.nodes[1].reply(again).status(), 400);
+    assert!(
+        c.nodes[1].reply(again).json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no longer retained")
+    );
+}
+
+#[test]
+fn session_7_an_unreachable_store_fails_what_needs_it_with_503_and_nothing_else() {
+    let mut c = Cluster::new(2, Config::new);
+    let sid = initialize(&mut c, 0, 0);
+    c.set_available(false);
+    // Node 1 cannot load the session: 503 with a JSON-RPC error, not 404.
+    let x = post(&mut c, 1, Some(&sid), CALL);
+    let reply = c.nodes[1].reply(x);
+    assert_eq!(reply.status(), 503);
+    assert_eq!(reply.json()["error"]["code"], -32603);
+    // Node 0 holds it and goes on serving it.
+    let y = post(&mut c, 0, Some(&sid), CALL);
+    let request = c.nodes[0].take_request();
+    c.nodes[0].answer(&request, r#"{"content":[]}"#);
+    assert_eq!(c.nodes[0].reply(y).status(), 200);
+    // Back: node 1 serves it.
+    c.set_available(true);
+    let z = post(
+        &mut c,
+        1,
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(c.nodes[1].reply(z).status(), 202);
+}
+
+#[test]
+fn session_7_a_copy_that_idles_out_on_one_node_leaves_the_session_alive_elsewhere() {
+    let idle = Duration::from_secs(60);
+    let mut c = Cluster::new(2, || Config::new().with_session_idle(idle));
+    let sid = initialize(&mut c, 0, 1);
+    // Node 0 keeps the session busy with a GET stream; node 1's copy idles out.
+    let g = get(&mut c, 0, &sid, None);
+    assert_eq!(c.nodes[0].reply(g).status(), 200);
+    for _ in 0..8 {
+        c.advance(idle / 2);
+    }
+    assert_eq!(
+        c.nodes[1].server.session_count(),
+        0,
+        "node 1 let its copy go"
+    );
+    assert_eq!(c.nodes[0].server.session_count(), 1);
+    // The record was touched while node 0 used it, so node 1 adopts it again.
+    let x = post(
+        &mut c,
+        1,
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(c.nodes[1].reply(x).status(), 202);
+    let touches = c
+        .store
+        .log
+        .iter()
+        .filter(|(_, op)| matches!(op, StoreOp::TouchSession { .. }))
+        .count();
+    assert!(touches >= 4, "{touches} touches in 4 idle times");
+}
+
+#[test]
+fn session_7_a_server_alone_does_no_store_work() {
+    let mut h = Harness::new(sse());
+    let (sid, _) = h.initialize(V3);
+    let x = h.post(Some(&sid), Some(V3), CALL);
+    let request = h.take_request();
+    progress(&mut h, request.handle(), 1);
+    let last = last_id(&h.reply(x));
+    h.server.handle_disconnect(h.now, x);
+    h.answer(&request, r#"{"content":[]}"#);
+    let r = h.get(&sid, Some(&last));
+    assert!(h.reply(r).ended);
+    assert_eq!(h.server.poll_store(), None);
+    assert!(!h.server.has_store_work());
+}
+
+#[test]
+fn jsonrpc_3_jsonrpc_4_a_response_to_a_server_request_reaches_the_node_that_asked() {
+    let mut c = Cluster::new(3, sse);
+    let sid = initialize(&mut c, 0, 1);
+    // A call on node 0 asks the client something on its stream.
+    let x = post(&mut c, 0, Some(&sid), CALL);
+    let request = c.nodes[0].take_request();
+    let now = c.nodes[0].now;
+    let asked = c.nodes[0]
+        .server
+        .request(
+            now,
+            Target::Request(request.handle()),
+            "roots/list",
+            None,
+            None,
+        )
+        .unwrap();
+    c.nodes[0].drain();
+    let ask = c.nodes[0]
+        .reply(x)
+        .messages()
+        .into_iter()
+        .find(|m| m["method"] == "roots/list");
+    assert_eq!(
+        ask.expect("the request on the stream")["id"],
+        serde_json::json!(asked.as_int().unwrap())
+    );
+    // Each node numbers its requests above its own node number, so the ids of two
+    // nodes never meet in one session (JSONRPC-3): node 0 of the test is node 1.
+    assert_eq!(asked.as_int().unwrap() >> 36, 1);
+    // The client's answer lands on node 1: node 0's application gets it, once.
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"roots":[]}}}}"#,
+        asked.as_int().unwrap()
+    );
+    let y = post(&mut c, 1, Some(&sid), &answer);
+    assert_eq!(c.nodes[1].reply(y).status(), 202);
+    let responses = |node: &mut Harness| {
+        node.take_events()
+            .into_iter()
+            .filter(|e| matches!(e, Event::Response { .. }))
+            .count()
+    };
+    assert_eq!(responses(&mut c.nodes[0]), 1);
+    assert_eq!(responses(&mut c.nodes[1]), 0);
+    assert_eq!(responses(&mut c.nodes[2]), 0);
+    // A second copy of the answer completes nothing.
+    post(&mut c, 2, Some(&sid), &answer);
+    assert_eq!(responses(&mut c.nodes[0]), 0);
+}
+
+#[test]
+fn http_post_12_a_cancel_reaches_the_node_that_runs_the_request() {
+    let mut c = Cluster::new(2, Config::new);
+    let sid = initialize(&mut c, 0, 1);
+    let x = post(&mut c, 0, Some(&sid), CALL);
+    let request = c.nodes[0].take_request();
+    post(
+        &mut c,
+        1,
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"enough"}}"#,
+    );
+    let cancelled: Vec<_> = c.nodes[0]
+        .take_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Cancelled { request, reason } => Some((request, reason)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cancelled, [(request.handle(), Some("enough".to_owned()))]);
+    // The request is settled: its POST is answered 202 with nothing owed, and an answer
+    // now is refused.
+    let now = c.nodes[0].now;
+    let late = c.nodes[0]
+        .server
+        .respond(now, request.handle(), &RawJson::new("{}").unwrap());
+    assert!(late.is_err());
+    assert_eq!(c.nodes[0].reply(x).status(), 202);
+}
+
+#[test]
+fn resume_5_a_frame_written_before_the_writer_hears_of_its_follower_still_reaches_it() {
+    let mut c = Cluster::new(2, sse);
+    let sid = initialize(&mut c, 0, 0);
+    let x = post(&mut c, 0, Some(&sid), CALL);
+    let request = c.nodes[0].take_request();
+    progress(&mut c.nodes[0], request.handle(), 1);
+    let last = last_id(&c.nodes[0].reply(x));
+    disconnect(&mut c.nodes[0], x);
+    // Node 1 replays (nothing missed yet), but its take-over is slow to reach node 0,
+    // which meanwhile appends progress 2 unannounced.
+    c.hold_notices();
+    let r = get(&mut c, 1, &sid, Some(&last));
+    progress(&mut c.nodes[0], request.handle(), 2);
+    c.pump();
+    assert!(progress_values(&c.nodes[1].reply(r)).is_empty());
+    // Once node 0 hears of the follower, it wakes it: progress 2 is read, once.
+    c.release_notices();
+    assert_eq!(progress_values(&c.nodes[1].reply(r)), [2]);
+    progress(&mut c.nodes[0], request.handle(), 3);
+    c.pump();
+    assert_eq!(progress_values(&c.nodes[1].reply(r)), [2, 3]);
+}
