@@ -505,3 +505,28 @@ fn resume_5_a_frame_written_before_the_writer_hears_of_its_follower_still_reache
     c.pump();
     assert_eq!(progress_values(&c.nodes[1].reply(r)), [2, 3]);
 }
+
+#[test]
+fn modern_13_what_one_nodes_application_announces_reaches_every_other_node() {
+    let mut c = Cluster::new(3, Config::new);
+    let now = c.nodes[1].now;
+    c.nodes[1].server.announce(now, b"tools");
+    c.pump();
+    for (i, node) in c.nodes.iter_mut().enumerate() {
+        let heard: Vec<_> = node
+            .take_events()
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::Announced { payload } => Some(payload),
+                _ => None,
+            })
+            .collect();
+        let expected: &[&[u8]] = if i == 1 { &[] } else { &[b"tools"] };
+        assert_eq!(heard, expected, "node {i}");
+    }
+    // A server alone announces to nobody.
+    let mut alone = Harness::new(Config::new());
+    let now = alone.now;
+    alone.server.announce(now, b"tools");
+    assert_eq!(alone.server.poll_store(), None);
+}

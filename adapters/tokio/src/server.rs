@@ -35,7 +35,9 @@ use bytes::Bytes;
 use http_body::{Body, Frame};
 use mcpwire::Entropy;
 use mcpwire::conn::{ConnId, Connections, Limits, Opened};
-use mcpwire::server::{Config, Event, ExchangeId, PeerAddr, Server, Transmit, shard_of};
+use mcpwire::server::{
+    Config, Event, ExchangeId, PeerAddr, Server, StoreInput, StoreOp, Transmit, shard_of,
+};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 /// The core and what the adapter keeps per exchange.
@@ -53,6 +55,11 @@ struct Core {
     /// wakes the timer task only when it moved the core's next deadline earlier, so
     /// the common request, whose deadlines lie behind the earliest, costs no wake-up.
     timer_at: Option<Instant>,
+    /// Where a cluster node's store work goes, with this shard's index
+    /// ([`McpService::store_link`]); `None`: the core has none to give.
+    store: Option<mpsc::UnboundedSender<(usize, StoreOp)>>,
+    /// This core's index among the service's shards.
+    shard: usize,
 }
 
 /// The in-place sink of [`McpService::with_dispatch`], shared by every shard.
@@ -266,6 +273,11 @@ impl Core {
                 let _ = tx.send(event);
             }
         }
+        if let Some(tx) = &self.store {
+            while let Some(op) = self.server.poll_store() {
+                let _ = tx.send((self.shard, op));
+            }
+        }
     }
 }
 
@@ -354,6 +366,8 @@ impl McpService {
                     wakers: HashMap::new(),
                     events: events.clone(),
                     timer_at: None,
+                    store: None,
+                    shard: index,
                 }),
                 sink: sink.clone(),
                 timer: Notify::new(),
@@ -427,6 +441,29 @@ impl McpService {
         self.shared.deliver();
     }
 
+    /// Connects the shared store of a cluster node (a core configured with
+    /// [`Config::with_node`]): from now on every shard's store work goes, in the order
+    /// each core gave it, to the returned link's [`ops`](StoreLink::ops), tagged with the
+    /// shard's index, and the link's [`StoreHandle`] hands back what came of it
+    /// (`mcpwire-redis` drives one on Redis). The channel is unbounded: the work is what
+    /// the traffic makes, and a core cannot wait for the store under its lock. Calling it
+    /// again replaces the link (the old one's channel closes).
+    pub fn store_link(&self) -> StoreLink {
+        let (tx, ops) = mpsc::unbounded_channel();
+        for shard in &self.router.shards {
+            let mut core = shard.lock();
+            core.store = Some(tx.clone());
+            // Work queued before the link (a session minted first) is not lost.
+            core.pump();
+        }
+        StoreLink {
+            ops,
+            handle: StoreHandle {
+                service: self.downgrade(),
+            },
+        }
+    }
+
     /// A handle that keeps nothing alive: for what the service's own sink holds (the
     /// application layer's), which would otherwise keep the service from ever being
     /// freed.
@@ -435,6 +472,61 @@ impl McpService {
             shared: Arc::downgrade(&self.shared),
             router: Arc::downgrade(&self.router),
         }
+    }
+}
+
+/// A cluster node's link to its shared store ([`McpService::store_link`]).
+#[derive(Debug)]
+pub struct StoreLink {
+    /// Every shard's store work, with the shard's index, in the order each core gave it.
+    /// It ends when the service is gone.
+    pub ops: mpsc::UnboundedReceiver<(usize, StoreOp)>,
+    /// How the results go back.
+    pub handle: StoreHandle,
+}
+
+/// Hands a store's results back to the cores of a service; keeps the service alive no
+/// more than the application does.
+#[derive(Clone)]
+pub struct StoreHandle {
+    service: WeakService,
+}
+
+impl std::fmt::Debug for StoreHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreHandle").finish_non_exhaustive()
+    }
+}
+
+impl StoreHandle {
+    /// Hands `input` to the core of shard `shard` (the index that came with the op it
+    /// answers), then hands out what it caused. `false` once the service is gone.
+    pub fn input(&self, shard: usize, input: StoreInput<'_>) -> bool {
+        let Some(service) = self.service.upgrade() else {
+            return false;
+        };
+        let Some(core) = service.router.shards.get(shard) else {
+            return false;
+        };
+        core.with(|server, now| server.handle_store(now, input));
+        true
+    }
+
+    /// Hands a notice another node published to every core. `false` once the service
+    /// is gone.
+    pub fn notice(&self, notice: &[u8]) -> bool {
+        let Some(service) = self.service.upgrade() else {
+            return false;
+        };
+        for core in &service.router.shards {
+            core.with(|server, now| server.handle_store(now, StoreInput::Notice(notice)));
+        }
+        true
+    }
+
+    /// Whether the service still lives.
+    pub fn is_alive(&self) -> bool {
+        self.service.upgrade().is_some()
     }
 }
 

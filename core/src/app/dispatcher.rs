@@ -195,13 +195,16 @@ enum Deed {
         method: &'static str,
         params: Value,
     },
+    /// A change told the other nodes of the cluster (by any one shard).
+    Announce(Vec<u8>),
 }
 
 impl Deed {
-    fn request(&self) -> RequestHandle {
+    fn request(&self) -> Option<RequestHandle> {
         match self {
-            Self::Answer(r, _) | Self::Discover(r, _) => r.handle(),
-            Self::Notify { request, .. } => *request,
+            Self::Answer(r, _) | Self::Discover(r, _) => Some(r.handle()),
+            Self::Notify { request, .. } => Some(*request),
+            Self::Announce(_) => None,
         }
     }
 }
@@ -221,7 +224,7 @@ impl Act {
     pub fn apply(&mut self, server: &mut Server, now: Instant) {
         let (mine, rest): (Vec<Deed>, Vec<Deed>) = std::mem::take(&mut self.0)
             .into_iter()
-            .partition(|d| server.owns(d.request()));
+            .partition(|d| d.request().is_none_or(|r| server.owns(r)));
         self.0 = rest;
         for deed in mine {
             match deed {
@@ -240,6 +243,7 @@ impl Act {
                         let _ = server.notify(now, Target::Request(request), method, Some(&raw));
                     }
                 }
+                Deed::Announce(payload) => server.announce(now, &payload),
             }
         }
     }
@@ -651,6 +655,11 @@ impl<C: Cancel, W: Reply> Dispatcher<C, W> {
                 drop(self.take_request(session, id));
             }
             Event::Cancelled { request, .. } => self.cancel(request),
+            Event::Announced { payload } => {
+                if let Some(change) = Change::decode(&payload) {
+                    return Step::Act(self.listeners_of(&change));
+                }
+            }
             Event::SessionClosed { session, .. } => {
                 for flight in self.calls.values_mut() {
                     if flight.session == Some(session) {
@@ -788,8 +797,16 @@ impl<C: Cancel, W: Reply> Dispatcher<C, W> {
     }
 
     /// The application announces a change: the notification for every open listen that
-    /// asked for it, tagged with its subscription id (MODERN-13).
+    /// asked for it, tagged with its subscription id (MODERN-13); on a node of a
+    /// cluster, every other node's listens hear of it too ([`Event::Announced`]).
     pub fn changed(&self, change: &Change) -> Act {
+        let mut act = self.listeners_of(change);
+        act.0.push(Deed::Announce(change.encode()));
+        act
+    }
+
+    /// The notification of `change` for every open listen here that asked for it.
+    fn listeners_of(&self, change: &Change) -> Act {
         let method = change.method();
         Act(self
             .listens
@@ -1562,6 +1579,53 @@ mod tests {
         }
         fn server_info(&self) -> Value {
             json!({"name": "test", "version": "1"})
+        }
+    }
+
+    #[test]
+    fn modern_13_a_change_announced_by_another_node_reaches_the_listens_here() {
+        let mut rig = Rig::modern(Limits::new());
+        let params = r#""notifications":{"toolsListChanged":true},"#;
+        let (tools, events) = rig.post_modern("1", "subscriptions/listen", None, params, "}");
+        for e in events {
+            match rig.app.handle_event(e, &Listening) {
+                Step::Act(mut act) => act.apply(&mut rig.server, rig.now),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(rig.messages(tools).len(), 1, "the acknowledgement");
+        // What another node's application announced comes as an event.
+        let announced = Event::Announced {
+            payload: Change::Tools.encode().into(),
+        };
+        match rig.app.handle_event(announced, &Listening) {
+            Step::Act(mut act) => act.apply(&mut rig.server, rig.now),
+            other => panic!("{other:?}"),
+        }
+        let heard = rig.messages(tools);
+        assert_eq!(heard.len(), 1);
+        assert_eq!(heard[0]["method"], "notifications/tools/list_changed");
+        // Garbage announced is nothing to hear.
+        let garbage = Event::Announced {
+            payload: bytes::Bytes::from_static(b"\xff tools"),
+        };
+        assert!(matches!(
+            rig.app.handle_event(garbage, &Listening),
+            Step::Done
+        ));
+        // A change made here is told to the other nodes too, once, by any shard.
+        let act = rig.app.changed(&Change::Prompts);
+        assert!(
+            !act.is_empty(),
+            "the announcement, with no listen for prompts"
+        );
+        for change in [
+            Change::Tools,
+            Change::Prompts,
+            Change::Resources,
+            Change::Resource("file:///a b".into()),
+        ] {
+            assert_eq!(Change::decode(&change.encode()), Some(change));
         }
     }
 

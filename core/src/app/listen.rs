@@ -42,6 +42,29 @@ impl Change {
         }
     }
 
+    /// The change as the nodes of a cluster tell it each other
+    /// ([`Server::announce`](crate::server::Server::announce)).
+    pub(super) fn encode(&self) -> Vec<u8> {
+        match self {
+            Self::Tools => b"tools".to_vec(),
+            Self::Prompts => b"prompts".to_vec(),
+            Self::Resources => b"resources".to_vec(),
+            Self::Resource(uri) => format!("resource {uri}").into_bytes(),
+        }
+    }
+
+    /// The change another node announced; `None` for anything else.
+    pub(super) fn decode(payload: &[u8]) -> Option<Self> {
+        match std::str::from_utf8(payload).ok()? {
+            "tools" => Some(Self::Tools),
+            "prompts" => Some(Self::Prompts),
+            "resources" => Some(Self::Resources),
+            text => text
+                .strip_prefix("resource ")
+                .map(|uri| Self::Resource(uri.to_owned())),
+        }
+    }
+
     /// The notification's params for the subscription `id`.
     pub(super) fn params(&self, id: &Value) -> Value {
         let mut params = json!({"_meta": {SUBSCRIPTION_ID: id}});

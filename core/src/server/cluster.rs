@@ -390,6 +390,9 @@ pub(super) enum Notice {
     /// A client's `notifications/cancelled` (the JSON text) for a request not open on
     /// node `from`: the node that runs it cancels it.
     Cancel { session: Arc<str>, message: Bytes },
+    /// What node `from`'s application announced to every node's
+    /// ([`Server::announce`]).
+    Announce { payload: Bytes },
 }
 
 /// A notice and the node that sent it.
@@ -421,6 +424,11 @@ impl Sent {
                 text.extend_from_slice(message);
                 text
             }
+            Notice::Announce { payload } => {
+                let mut text = format!("{from:x} announce ").into_bytes();
+                text.extend_from_slice(payload);
+                text
+            }
         })
     }
 
@@ -431,6 +439,14 @@ impl Sent {
         let mut next = || parts.next().ok_or(Malformed);
         let from = Epoch::new(hex(next()?)?);
         let kind = next()?;
+        if kind == "announce" {
+            let payload = text.splitn(3, ' ').nth(2).ok_or(Malformed)?;
+            let payload = Bytes::copy_from_slice(payload.as_bytes());
+            return Ok(Self {
+                from,
+                notice: Notice::Announce { payload },
+            });
+        }
         let session = next()?;
         if !is_session_id(session) {
             return Err(Malformed);
@@ -1026,6 +1042,19 @@ impl Server {
         }
     }
 
+    /// Hands `payload` to the application of every other node of the cluster, as
+    /// [`Event::Announced`](super::Event::Announced): what one node's application tells
+    /// the others (a changed tool list, for their `subscriptions/listen` streams). Does
+    /// nothing on a server that is not a node ([`Config::with_node`](super::Config::with_node)).
+    pub fn announce(&mut self, now: Instant, payload: &[u8]) {
+        self.clock(now);
+        if self.is_node() {
+            self.publish(Notice::Announce {
+                payload: Bytes::copy_from_slice(payload),
+            });
+        }
+    }
+
     /// A client's response to a server→client request this node never issued: on a
     /// cluster node, the node that did takes it.
     pub(super) fn spread_response(&mut self, s: SessionId, message: &Envelope) {
@@ -1092,6 +1121,9 @@ impl Server {
                 if written && self.followed.insert(ring.ring) {
                     self.store_ops.push_back(StoreOp::Wake { session, ring });
                 }
+            }
+            Notice::Announce { payload } => {
+                self.events.push_back(super::Event::Announced { payload });
             }
             Notice::Response { session, message } => {
                 let (Some(&s), Some(envelope)) =
@@ -1208,6 +1240,30 @@ mod tests {
                 },
             },
         ];
+        let sent = sent.into_iter().chain([
+            Sent {
+                from: Epoch::new(1),
+                notice: Notice::Response {
+                    session: S.into(),
+                    message: Bytes::from_static(
+                        b"{\"jsonrpc\":\"2.0\", \"id\": 1,\n\"result\":{}}",
+                    ),
+                },
+            },
+            Sent {
+                from: Epoch::new(1),
+                notice: Notice::Cancel {
+                    session: S.into(),
+                    message: Bytes::from_static(b"{ }"),
+                },
+            },
+            Sent {
+                from: Epoch::new(1),
+                notice: Notice::Announce {
+                    payload: Bytes::from_static(b"resource file:///a b"),
+                },
+            },
+        ]);
         for s in sent {
             assert_eq!(Sent::decode(&s.encode()), Ok(s));
         }

@@ -78,6 +78,12 @@ pub enum Event {
         /// Why.
         reason: CloseReason,
     },
+    /// Another node of the cluster's application announced this
+    /// ([`Server::announce`](super::Server::announce)).
+    Announced {
+        /// What it announced, as it was given.
+        payload: Bytes,
+    },
 }
 
 /// Why a session ended.
