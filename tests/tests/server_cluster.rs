@@ -530,3 +530,74 @@ fn modern_13_what_one_nodes_application_announces_reaches_every_other_node() {
     alone.server.announce(now, b"tools");
     assert_eq!(alone.server.poll_store(), None);
 }
+
+/// The session handle node `node` knows `sid` by: it serves a notification on it.
+fn session_on(c: &mut Cluster, node: usize, sid: &str) -> mcpwire::server::SessionId {
+    post(
+        c,
+        node,
+        Some(sid),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    c.nodes[node]
+        .take_events()
+        .into_iter()
+        .find_map(|e| match e {
+            Event::Notification { session, .. } => session,
+            _ => None,
+        })
+        .expect("the notification, on the session")
+}
+
+fn log_messages(reply: &Reply) -> Vec<String> {
+    reply
+        .messages()
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .map(|m| m["params"]["data"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn http_get_8_http_get_9_a_message_for_the_get_stream_reaches_the_node_that_holds_it() {
+    let mut c = Cluster::new(3, Config::new);
+    let sid = initialize(&mut c, 0, 0);
+    let on0 = session_on(&mut c, 0, &sid);
+    let on2 = session_on(&mut c, 2, &sid);
+    // The client's GET stream is on node 1.
+    let g1 = get(&mut c, 1, &sid, None);
+    assert_eq!(c.nodes[1].reply(g1).status(), 200);
+    for (node, session, data) in [(2, on2, "from 2"), (0, on0, "from 0")] {
+        let h = &mut c.nodes[node];
+        let params = serde_json::json!({"level": "info", "data": data}).to_string();
+        let delivery = h
+            .server
+            .notify(
+                h.now,
+                Target::Session(session),
+                "notifications/message",
+                Some(&RawJson::new(&params).unwrap()),
+            )
+            .unwrap();
+        assert_eq!(delivery, mcpwire::server::Delivery::Forwarded);
+        c.pump();
+    }
+    assert_eq!(log_messages(&c.nodes[1].reply(g1)), ["from 2", "from 0"]);
+    // A GET opened on node 2 takes the role over (one per session, HTTP-GET-9): node
+    // 1's connection is cut, and node 0's next message goes to node 2.
+    let g2 = get(&mut c, 2, &sid, None);
+    assert!(c.nodes[1].reply(g1).aborted);
+    let h = &mut c.nodes[0];
+    let params = r#"{"level":"info","data":"later"}"#;
+    h.server
+        .notify(
+            h.now,
+            Target::Session(on0),
+            "notifications/message",
+            Some(&RawJson::new(params).unwrap()),
+        )
+        .unwrap();
+    c.pump();
+    assert_eq!(log_messages(&c.nodes[2].reply(g2)), ["later"]);
+    assert_eq!(log_messages(&c.nodes[1].reply(g1)).len(), 2);
+}

@@ -393,6 +393,13 @@ pub(super) enum Notice {
     /// What node `from`'s application announced to every node's
     /// ([`Server::announce`]).
     Announce { payload: Bytes },
+    /// A message (the JSON text) for `session`'s GET stream, which node `from` does not
+    /// hold: the node that holds it writes it.
+    Deliver { session: Arc<str>, message: Bytes },
+    /// `session`'s client opened a GET stream on node `from`: any other GET stream of
+    /// the session is ended (a session has one, HTTP-GET-3; the newest wins, as a resume
+    /// does, RESUME-14).
+    GetOpened { session: Arc<str> },
 }
 
 /// A notice and the node that sent it.
@@ -414,11 +421,14 @@ impl Sent {
                 ring,
                 after,
             } => format!("{from:x} takeover {session} {ring} {after:x}").into_bytes(),
-            Notice::Response { session, message } | Notice::Cancel { session, message } => {
-                let kind = if matches!(self.notice, Notice::Response { .. }) {
-                    "response"
-                } else {
-                    "cancel"
+            Notice::GetOpened { session } => format!("{from:x} get {session}").into_bytes(),
+            Notice::Response { session, message }
+            | Notice::Cancel { session, message }
+            | Notice::Deliver { session, message } => {
+                let kind = match self.notice {
+                    Notice::Response { .. } => "response",
+                    Notice::Cancel { .. } => "cancel",
+                    _ => "deliver",
                 };
                 let mut text = format!("{from:x} {kind} {session} ").into_bytes();
                 text.extend_from_slice(message);
@@ -453,14 +463,20 @@ impl Sent {
         }
         let session: Arc<str> = session.into();
         let rest = parts.next();
-        if let ("response" | "cancel", Some(message)) = (kind, rest) {
+        if let ("response" | "cancel" | "deliver", Some(message)) = (kind, rest) {
             let message = Bytes::copy_from_slice(message.as_bytes());
-            let notice = if kind == "response" {
-                Notice::Response { session, message }
-            } else {
-                Notice::Cancel { session, message }
+            let notice = match kind {
+                "response" => Notice::Response { session, message },
+                "cancel" => Notice::Cancel { session, message },
+                _ => Notice::Deliver { session, message },
             };
             return Ok(Self { from, notice });
+        }
+        if (kind, rest) == ("get", None) {
+            return Ok(Self {
+                from,
+                notice: Notice::GetOpened { session },
+            });
         }
         let mut fields = rest.unwrap_or_default().split(' ');
         let mut next = || fields.next().ok_or(Malformed);
@@ -542,7 +558,7 @@ impl Server {
                 frames,
             } => self.followed(stream, first, frames),
             StoreInput::FollowEnded { stream, .. } => self.follow_ended(stream),
-            StoreInput::Notice(raw) => self.noticed(raw),
+            StoreInput::Notice(raw) => self.noticed(now, raw),
         }
     }
 
@@ -1081,8 +1097,32 @@ impl Server {
         self.publish(notice);
     }
 
+    /// A message for shared session `s`'s GET stream, which this node does not hold:
+    /// the node that does writes it.
+    pub(super) fn deliver_elsewhere(&mut self, s: SessionId, message: Bytes) {
+        let Some(session) = self.sessions.get(&s) else {
+            return;
+        };
+        let notice = Notice::Deliver {
+            session: session.wire.clone(),
+            message,
+        };
+        self.publish(notice);
+    }
+
+    /// The client of shared session `s` opened a GET stream here: any other node's ends.
+    pub(super) fn get_opened(&mut self, s: SessionId) {
+        let Some(session) = self.sessions.get(&s).filter(|s| s.shared.is_some()) else {
+            return;
+        };
+        let notice = Notice::GetOpened {
+            session: session.wire.clone(),
+        };
+        self.publish(notice);
+    }
+
     /// A notice of another node.
-    fn noticed(&mut self, raw: &[u8]) {
+    fn noticed(&mut self, now: Instant, raw: &[u8]) {
         let Ok(sent) = Sent::decode(raw) else {
             return;
         };
@@ -1124,6 +1164,29 @@ impl Server {
             }
             Notice::Announce { payload } => {
                 self.events.push_back(super::Event::Announced { payload });
+            }
+            Notice::Deliver { session, message } => {
+                let get = self
+                    .session_ids
+                    .get(&*session)
+                    .and_then(|s| self.sessions.get(s))
+                    .and_then(|s| s.get);
+                if let (Some(t), Ok(text)) = (get, std::str::from_utf8(&message)) {
+                    self.write_frame(now, t, text);
+                }
+            }
+            Notice::GetOpened { session } => {
+                let get = self
+                    .session_ids
+                    .get(&*session)
+                    .and_then(|s| self.sessions.get(s))
+                    .and_then(|s| s.get);
+                if let Some(t) = get {
+                    if let Some(x) = self.streams.get(&t).and_then(|t| t.conn) {
+                        self.supersede(x);
+                    }
+                    self.remove_stream(t);
+                }
             }
             Notice::Response { session, message } => {
                 let (Some(&s), Some(envelope)) =
@@ -1262,6 +1325,17 @@ mod tests {
                 notice: Notice::Announce {
                     payload: Bytes::from_static(b"resource file:///a b"),
                 },
+            },
+            Sent {
+                from: Epoch::new(1),
+                notice: Notice::Deliver {
+                    session: S.into(),
+                    message: Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"),
+                },
+            },
+            Sent {
+                from: Epoch::new(1),
+                notice: Notice::GetOpened { session: S.into() },
             },
         ]);
         for s in sent {

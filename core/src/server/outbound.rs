@@ -29,6 +29,8 @@ const HEARTBEAT: &[u8] = b":\n\n";
 enum Route {
     Stream(StreamId),
     Nowhere,
+    /// The session's GET stream, which on a cluster node may be held by another node.
+    Elsewhere(SessionId),
 }
 
 impl Server {
@@ -279,6 +281,9 @@ impl Server {
         if !self.config.get_stream {
             return Err(SendError::NoStream);
         }
+        if s.shared.is_some() && !s.legacy {
+            return Ok(Route::Elsewhere(session));
+        }
         Ok(Route::Stream(
             self.new_stream(Some(session), StreamKind::Get),
         ))
@@ -296,6 +301,12 @@ impl Server {
                 self.emit_with(now, t, |fields, dst| message.encode_frame(fields, dst))
             }
             Route::Nowhere => Ok(Delivery::Dropped),
+            Route::Elsewhere(s) => {
+                let mut text = BytesMut::with_capacity(message.len_hint());
+                message.write(&mut text)?;
+                self.deliver_elsewhere(s, text.freeze());
+                Ok(Delivery::Forwarded)
+            }
         }
     }
 

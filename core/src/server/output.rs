@@ -283,6 +283,10 @@ pub enum Delivery {
     /// Nowhere to go: the connection is gone and the stream is not resumable. The client
     /// cannot get it (it learns from the broken stream, RESUME-12).
     Dropped,
+    /// Handed to the other nodes of the cluster: the session's GET stream is held by
+    /// another node, which writes it (a message for a session whose client holds no GET
+    /// stream on any node is dropped there).
+    Forwarded,
 }
 
 /// The body of one JSON-RPC error as the server writes it into 4xx responses.

@@ -130,6 +130,9 @@ impl Server {
             Some(t) => t,
             None => self.new_stream(Some(s), StreamKind::Get),
         };
+        if self.is_node() {
+            self.get_opened(s);
+        }
         self.stream_head(x);
         let stream = self.streams.get_mut(&t).expect("stream exists");
         let backlog = std::mem::take(&mut stream.backlog);
