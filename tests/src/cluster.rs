@@ -71,6 +71,8 @@ pub struct Cluster {
     pub nodes: Vec<Harness>,
     /// The shared store.
     pub store: Store,
+    /// The nodes killed ([`Cluster::kill`]): they do nothing more.
+    dead: Vec<bool>,
 }
 
 impl Cluster {
@@ -86,9 +88,48 @@ impl Cluster {
             })
             .collect();
         Self {
+            dead: vec![false; n],
             nodes,
             store: Store::default(),
         }
+    }
+
+    /// Kills node `node`: it performs no more work, and every follower of a ring it was
+    /// writing (unfinished) learns it, as a driver watching node liveness would tell it.
+    pub fn kill(&mut self, node: usize) {
+        self.dead[node] = true;
+        let epoch = self.epoch_of(node);
+        let gone: Vec<(usize, StreamId)> = self
+            .store
+            .follows
+            .iter()
+            .filter(|(_, f)| f.ring.epoch == epoch && !f.ended)
+            .map(|(k, _)| *k)
+            .collect();
+        for (i, stream) in gone {
+            self.store.follows.remove(&(i, stream));
+            let n = &mut self.nodes[i];
+            n.server
+                .handle_store(n.now, StoreInput::WriterGone { stream });
+        }
+        self.pump();
+    }
+
+    /// The epoch of node `node`'s event ids (its number in the top 16 bits).
+    fn epoch_of(&self, node: usize) -> mcpwire::resume::Epoch {
+        let n = self.nodes[node]
+            .server
+            .config()
+            .node()
+            .expect("a node")
+            .get();
+        let rings = self
+            .store
+            .rings
+            .keys()
+            .map(|(_, r)| r.epoch)
+            .find(|e| e.get() >> 48 == u64::from(n));
+        rings.unwrap_or(NodeId::new(n).epoch(0))
     }
 
     /// The store is reachable (`true`) or not.
@@ -104,8 +145,9 @@ impl Cluster {
 
     /// Delivers the notices held, in order, and pumps.
     pub fn release_notices(&mut self) {
+        let dead = &self.dead;
         for notice in self.store.held.take().unwrap_or_default() {
-            for n in &mut self.nodes {
+            for (_, n) in self.nodes.iter_mut().enumerate().filter(|(j, _)| !dead[*j]) {
                 n.server.handle_store(n.now, StoreInput::Notice(&notice));
             }
         }
@@ -114,10 +156,12 @@ impl Cluster {
 
     /// Moves every node's clock on by `d`, runs their timers, and pumps.
     pub fn advance(&mut self, d: Duration) {
-        for node in &mut self.nodes {
+        for (i, node) in self.nodes.iter_mut().enumerate() {
             node.now += d;
-            node.server.handle_timeout(node.now);
-            node.drain();
+            if !self.dead[i] {
+                node.server.handle_timeout(node.now);
+                node.drain();
+            }
         }
         self.pump();
     }
@@ -128,6 +172,9 @@ impl Cluster {
         for _ in 0..10_000 {
             let mut any = false;
             for i in 0..self.nodes.len() {
+                if self.dead[i] {
+                    continue;
+                }
                 while let Some(op) = self.nodes[i].server.poll_store() {
                     any = true;
                     self.store.log.push((i, op.clone()));
@@ -248,7 +295,8 @@ impl Cluster {
                 if let Some(held) = &mut self.store.held {
                     return held.push(notice);
                 }
-                for n in &mut self.nodes {
+                let dead = &self.dead;
+                for (_, n) in self.nodes.iter_mut().enumerate().filter(|(j, _)| !dead[*j]) {
                     n.server.handle_store(n.now, StoreInput::Notice(&notice));
                 }
             }
@@ -260,6 +308,15 @@ impl Cluster {
     fn follow(&mut self, i: usize, stream: StreamId, session: Arc<str>, after: EventId) {
         let ring = RingKey::of(after);
         let key = (session.clone(), ring);
+        let writer_dead = (0..self.nodes.len()).any(|node| {
+            self.dead[node]
+                && self.nodes[node]
+                    .server
+                    .config()
+                    .node()
+                    .map(|n| u64::from(n.get()))
+                    == Some(ring.epoch.get() >> 48)
+        });
         let n = &mut self.nodes[i];
         if self.store.unavailable {
             n.server.handle_store(
@@ -269,6 +326,17 @@ impl Cluster {
                     replay: Err(StoreUnavailable),
                 },
             );
+            return;
+        }
+        let finished = self
+            .store
+            .rings
+            .get(&key)
+            .and_then(|r| r.finished)
+            .is_some();
+        if writer_dead && !finished {
+            n.server
+                .handle_store(n.now, StoreInput::WriterGone { stream });
             return;
         }
         let Some(stored) = self.store.rings.get(&key) else {

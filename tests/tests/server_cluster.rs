@@ -601,3 +601,46 @@ fn http_get_8_http_get_9_a_message_for_the_get_stream_reaches_the_node_that_hold
     assert_eq!(log_messages(&c.nodes[2].reply(g2)), ["later"]);
     assert_eq!(log_messages(&c.nodes[1].reply(g1)).len(), 2);
 }
+
+#[test]
+fn resume_5_a_node_killed_mid_stream_leaves_its_clients_a_clear_refusal_not_a_wait() {
+    let mut c = Cluster::new(3, sse);
+    let sid = initialize(&mut c, 0, 0);
+    let x = post(&mut c, 0, Some(&sid), CALL);
+    let request = c.nodes[0].take_request();
+    progress(&mut c.nodes[0], request.handle(), 1);
+    let last = last_id(&c.nodes[0].reply(x));
+    disconnect(&mut c.nodes[0], x);
+    let r = get(&mut c, 1, &sid, Some(&last));
+    progress(&mut c.nodes[0], request.handle(), 2);
+    c.pump();
+    assert_eq!(progress_values(&c.nodes[1].reply(r)), [2]);
+    // Node 0 dies with the call unfinished: the follower ends after what was stored.
+    c.kill(0);
+    assert!(c.nodes[1].reply(r).ended);
+    assert_eq!(c.store.follows(), 0);
+    // The client's next resume, on node 2, is refused with why: no silent wait.
+    let last = last_id(&c.nodes[1].reply(r));
+    let again = get(&mut c, 2, &sid, Some(&last));
+    let refused = c.nodes[2].reply(again);
+    assert_eq!(refused.status(), 400);
+    let message = refused.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("stopped"), "{message}");
+    // The session lives on: another node serves its next call.
+    let y = post(
+        &mut c,
+        2,
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"slow"}}"#,
+    );
+    let next = c.nodes[2].take_request();
+    c.nodes[2].answer(&next, r#"{"content":[]}"#);
+    let answered = c.nodes[2].reply(y);
+    assert_eq!(
+        answered.messages().iter().filter(|m| m["id"] == 8).count(),
+        1
+    );
+}

@@ -51,7 +51,10 @@
 //! - Answer each [`StoreOp::LoadSession`] with one [`StoreInput::Session`], and each
 //!   [`StoreOp::Follow`] with one [`StoreInput::Replayed`] and then, until it ends or
 //!   [`StoreOp::Unfollow`] is polled for it, [`StoreInput::Followed`] for the frames as
-//!   they come and one [`StoreInput::FollowEnded`] once the ring is finished.
+//!   they come and one [`StoreInput::FollowEnded`] once the ring is finished. Keep each
+//!   node's liveness in the store and tell a follower when its ring's writer is gone
+//!   ([`StoreInput::WriterGone`]): a node killed mid-stream leaves rings that will never
+//!   finish, and their clients must learn it rather than wait.
 //! - When the store cannot be reached, answer reads with [`StoreUnavailable`]: the
 //!   request that needed it gets 503 with a JSON-RPC error, and nothing else stops.
 
@@ -284,6 +287,16 @@ pub enum StoreInput<'a> {
         stream: StreamId,
         /// The sequence number after the ring's last frame.
         next: u64,
+    },
+    /// The node that writes the followed ring is gone (its liveness lapsed in the
+    /// store) and the ring is not finished: no frame will follow what is stored. Sent
+    /// instead of, or after, [`StoreInput::Replayed`]. Before it, the resume is refused
+    /// (400: the requests of that stream have an unknown outcome, and the client must
+    /// decide whether to send them again); after it, the connection ends once it has
+    /// every stored frame.
+    WriterGone {
+        /// The follow.
+        stream: StreamId,
     },
     /// A notice another node published (or this one: it is ignored).
     Notice(&'a [u8]),
@@ -558,6 +571,7 @@ impl Server {
                 frames,
             } => self.followed(stream, first, frames),
             StoreInput::FollowEnded { stream, .. } => self.follow_ended(stream),
+            StoreInput::WriterGone { stream } => self.writer_gone(stream),
             StoreInput::Notice(raw) => self.noticed(now, raw),
         }
     }
@@ -1119,6 +1133,29 @@ impl Server {
             session: session.wire.clone(),
         };
         self.publish(notice);
+    }
+
+    /// The node writing a followed ring is gone: a resume not yet answered is refused,
+    /// a live one ends (its client's next resume is refused).
+    fn writer_gone(&mut self, t: StreamId) {
+        let Some(stream) = self.streams.get(&t) else {
+            return;
+        };
+        let (StreamKind::Follow { opening, .. }, Some(x)) = (stream.kind, stream.conn) else {
+            return;
+        };
+        if !opening {
+            return self.end_exchange(x);
+        }
+        self.remove_stream(t);
+        self.refuse(
+            x,
+            Refuse::new(
+                StatusCode::BAD_REQUEST,
+                "the node that served this stream stopped: what its requests did is \
+                 unknown; send them again if they are safe to repeat",
+            ),
+        );
     }
 
     /// A notice of another node.
