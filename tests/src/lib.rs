@@ -21,6 +21,9 @@
 //! - [`splitmix64`]: the one 64-bit mixer behind every seeded source of the tests.
 //! - [`cluster`]: several servers as the nodes of one cluster over a shared store kept
 //!   in memory, the store driver contract performed literally.
+//! - [`cluster_ops`]: an op model of a cluster under faults (clients resuming on any
+//!   node, the store and notices coming and going, a node killed, garbage from the
+//!   store), run by the `cluster_props` proptest and the `server_cluster` fuzz target.
 //! - [`redis_server`]: a real `redis-server` of a test's own on 127.0.0.1 (installed with
 //!   apt-get when missing), stopped and restarted on the same port at will.
 //! - [`round_robin`]: a TCP proxy on 127.0.0.1 handing each new connection to the next
@@ -28,6 +31,7 @@
 
 pub mod alloc;
 pub mod cluster;
+pub mod cluster_ops;
 pub mod pair;
 pub mod redis_server;
 pub mod round_robin;
