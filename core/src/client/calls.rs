@@ -170,7 +170,7 @@ enum CallKind {
     Listen,
 }
 
-/// The client core and the application's callers. See the [module docs](self).
+/// The client core and the application's callers. See the [`client`](crate::client) module docs.
 pub struct Calls<S> {
     core: Client,
     callers: HashMap<RequestId, Caller<S>>,

@@ -109,6 +109,14 @@
 //!   `initialize` requests evicts its own sessions and never locks out a client with a
 //!   stream or a request in flight; with every session active, `initialize` gets 503
 //!   and `Retry-After`.
+//! - **Clusters** ([`Config::with_node`], [`cluster`]): several servers, each in its own
+//!   process behind a load balancer without sticky routing, share their sessions and
+//!   resumable streams through a store the driver performs ([`Server::poll_store`],
+//!   [`Server::handle_store`]): any node serves any live session, a resume on any node
+//!   replays and then follows the stream its writer node still writes, DELETE ends a
+//!   session on every node, and responses, cancels, GET-stream messages and the
+//!   application's announcements reach the node they concern. A server that is not a
+//!   node emits no store work.
 //! - **Shards** ([`Config::shards`], [`shard_of`]): one endpoint may be served by several
 //!   servers, each behind its own lock in a threaded driver. A session lives on the shard
 //!   that minted it, whose index is the first byte of its id; everything a session owns
