@@ -397,12 +397,16 @@ impl Cluster {
             if follow.session != key.0 || follow.ring != key.1 || follow.ended {
                 continue;
             }
-            let frames: Vec<Bytes> = ring
-                .frames
-                .range(follow.next..)
-                .map(|(_, f)| f.clone())
-                .collect();
+            // One consecutive run at a time: a hole inside is the core's to see.
             let first = ring.frames.range(follow.next..).next().map(|(s, _)| *s);
+            let frames: Vec<Bytes> = first.map_or_else(Vec::new, |first| {
+                ring.frames
+                    .range(first..)
+                    .zip(first..)
+                    .take_while(|((seq, _), expected)| *seq == expected)
+                    .map(|((_, f), _)| f.clone())
+                    .collect()
+            });
             let n = &mut self.nodes[*i];
             if let Some(first) = first {
                 follow.next = first + frames.len() as u64;

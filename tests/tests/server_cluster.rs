@@ -244,6 +244,17 @@ fn resume_5_a_resume_on_another_node_follows_the_stream_live() {
     let r = get(&mut c, 1, &sid, Some(&last));
     assert_eq!(c.nodes[1].reply(r).status(), 200);
     assert!(!c.nodes[1].reply(r).ended);
+    // Nothing was missed: the connection starts as a priming event (RESUME-8) naming the
+    // id the client resumed after, so it resumes from there again if this one breaks.
+    let first = &c.nodes[1].reply(r).events()[0];
+    assert_eq!((first.id(), first.data()), (&*last, ""));
+    assert!(
+        c.nodes[1]
+            .reply(r)
+            .items()
+            .iter()
+            .any(|i| matches!(i, mcpwire::sse::Item::Retry(_)))
+    );
     // The writer goes on; the follower relays each frame as it is appended.
     for n in 2..=4 {
         progress(&mut c.nodes[0], request.handle(), n);
@@ -643,4 +654,27 @@ fn resume_5_a_node_killed_mid_stream_leaves_its_clients_a_clear_refusal_not_a_wa
         answered.messages().iter().filter(|m| m["id"] == 8).count(),
         1
     );
+}
+
+#[test]
+fn resume_14_a_take_over_from_an_earlier_point_arriving_late_cuts_nothing_newer() {
+    let mut c = Cluster::new(3, sse);
+    let sid = initialize(&mut c, 0, 0);
+    let x = post(&mut c, 0, Some(&sid), CALL);
+    let request = c.nodes[0].take_request();
+    progress(&mut c.nodes[0], request.handle(), 1);
+    let first = last_id(&c.nodes[0].reply(x));
+    progress(&mut c.nodes[0], request.handle(), 2);
+    let second = last_id(&c.nodes[0].reply(x));
+    disconnect(&mut c.nodes[0], x);
+    // Two resumes, the first from an earlier point, whose take-overs cross.
+    c.hold_notices();
+    let r1 = get(&mut c, 1, &sid, Some(&first));
+    let r2 = get(&mut c, 2, &sid, Some(&second));
+    c.release_notices();
+    assert!(c.nodes[1].reply(r1).aborted, "the older resume is cut");
+    assert!(!c.nodes[2].reply(r2).aborted, "the newer one is not");
+    progress(&mut c.nodes[0], request.handle(), 3);
+    c.pump();
+    assert_eq!(progress_values(&c.nodes[2].reply(r2)), [3]);
 }

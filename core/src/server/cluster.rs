@@ -552,6 +552,15 @@ impl Server {
         self.store_ops.pop_front()
     }
 
+    /// The epoch of this server's event ids: on a cluster node, its number in the top
+    /// 16 bits ([`NodeId::epoch`]). A store driver keeps the node's liveness under it,
+    /// so that a follower of one of its rings learns when it is gone
+    /// ([`StoreInput::WriterGone`]).
+    #[must_use]
+    pub fn epoch(&self) -> Epoch {
+        self.store.epoch()
+    }
+
     /// Whether [`poll_store`](Self::poll_store) has work to give.
     #[must_use]
     pub fn has_store_work(&self) -> bool {
@@ -935,6 +944,7 @@ impl Server {
                 backlog: Default::default(),
                 done: false,
                 primed,
+                since: Some(after.seq()),
             },
         );
         if let Some(session) = self.sessions.get_mut(&s) {
@@ -1005,15 +1015,40 @@ impl Server {
             }
         };
         self.stream_head(x);
-        // With nothing replayed, the connection still hands the client a `retry` first,
-        // as a fresh priming event would (RESUME-10).
+        // With nothing replayed, the connection still starts as a fresh priming event
+        // would (RESUME-8, RESUME-10): `retry`, and on a primed stream the id the client
+        // resumed after, which this node cannot add to (it writes no frame of the ring),
+        // so a client that keeps the last priming id (the TypeScript SDK) resumes
+        // from the same place again.
         if frames.is_empty() {
-            self.push_retry(x);
+            self.prime_follower(t, x);
         }
         for frame in frames {
             self.push(x, Transmit::Data(frame));
         }
         self.attach(now, t, x);
+    }
+
+    /// The start of a follower's connection that replays nothing: `retry`, with the id
+    /// the client resumed after on a primed stream.
+    fn prime_follower(&mut self, t: StreamId, x: ExchangeId) {
+        let Some(stream) = self.streams.get(&t) else {
+            return;
+        };
+        let StreamKind::Follow { ring, next, .. } = stream.kind else {
+            return;
+        };
+        let (Some(seq), true) = (next.checked_sub(1), stream.primed) else {
+            return self.push_retry(x);
+        };
+        let id = ring.event(seq).encode();
+        crate::sse::Encoder::new().encode_priming(
+            id.sse_id(),
+            self.config.retry,
+            &mut self.scratch,
+        );
+        let frame = self.scratch.split().freeze();
+        self.push(x, Transmit::Data(frame));
     }
 
     /// New frames of a followed ring: each handed on once, in order; a hole ends the
@@ -1172,7 +1207,11 @@ impl Server {
                     self.close_session_here(s, reason);
                 }
             }
-            Notice::TakeOver { session, ring, .. } => {
+            Notice::TakeOver {
+                session,
+                ring,
+                after,
+            } => {
                 let Some(&s) = self.session_ids.get(&*session) else {
                     return;
                 };
@@ -1188,7 +1227,12 @@ impl Server {
                     })
                     .filter_map(|t| {
                         written |= !matches!(t.kind, StreamKind::Follow { .. });
-                        t.conn
+                        // A follow still opening has sent nothing to cut, and a
+                        // connection that resumed from as far is as new as the notice's:
+                        // only an older connection goes.
+                        let opening = matches!(t.kind, StreamKind::Follow { opening: true, .. });
+                        let older = t.since.is_none_or(|since| since < after);
+                        t.conn.filter(|_| older && !opening)
                     })
                     .collect();
                 for x in cut {

@@ -601,6 +601,7 @@ impl Server {
                 backlog: Default::default(),
                 done: false,
                 primed: primed && ring.is_some(),
+                since: None,
             },
         );
         t

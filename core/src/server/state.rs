@@ -286,6 +286,10 @@ pub(super) struct Stream {
     pub(super) done: bool,
     /// Whether priming events go on it (2025-11-25 sessions, RESUME-8).
     pub(super) primed: bool,
+    /// The sequence number its live connection resumed after (`None`: the connection it
+    /// began with). A cluster's take-over of the ring from an earlier point is stale and
+    /// does not cut it.
+    pub(super) since: Option<u64>,
 }
 
 /// Where a request id must be unique (JSONRPC-3): its session, or, with no session,

@@ -111,6 +111,9 @@ impl Server {
         if prime && let Some(ring) = ring {
             self.prime(now, s, ring, x);
         }
+        if let Some(stream) = self.streams.get_mut(&t) {
+            stream.since = Some(after.seq());
+        }
         self.attach(now, t, x);
         if self.is_node() {
             self.take_over(s, after);
@@ -135,6 +138,7 @@ impl Server {
         }
         self.stream_head(x);
         let stream = self.streams.get_mut(&t).expect("stream exists");
+        stream.since = None;
         let backlog = std::mem::take(&mut stream.backlog);
         let prime = backlog.is_empty() && stream.primed;
         let ring = stream.ring;
