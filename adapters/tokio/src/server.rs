@@ -450,13 +450,16 @@ impl McpService {
     /// again replaces the link (the old one's channel closes).
     pub fn store_link(&self) -> StoreLink {
         let (tx, ops) = mpsc::unbounded_channel();
+        let mut epochs = Vec::with_capacity(self.router.shards.len());
         for shard in &self.router.shards {
             let mut core = shard.lock();
             core.store = Some(tx.clone());
+            epochs.push(core.server.epoch());
             // Work queued before the link (a session minted first) is not lost.
             core.pump();
         }
         StoreLink {
+            epochs,
             ops,
             handle: StoreHandle {
                 service: self.downgrade(),
@@ -478,6 +481,10 @@ impl McpService {
 /// A cluster node's link to its shared store ([`McpService::store_link`]).
 #[derive(Debug)]
 pub struct StoreLink {
+    /// The epoch of each shard's event ids, by index ([`Server::epoch`]): the driver
+    /// keeps them alive in the store while the service lives, so a follower of one of
+    /// their rings on another node learns when this one is gone.
+    pub epochs: Vec<mcpwire::resume::Epoch>,
     /// Every shard's store work, with the shard's index, in the order each core gave it.
     /// It ends when the service is gone.
     pub ops: mpsc::UnboundedReceiver<(usize, StoreOp)>,
@@ -916,6 +923,7 @@ where
 pub struct ServeOptions {
     limits: Limits,
     log: Option<Log>,
+    keep_alive: bool,
 }
 
 /// A log hook: called with one line for each thing worth a line (an accept error and
@@ -929,6 +937,7 @@ impl ServeOptions {
         Self {
             limits: Limits::new(),
             log: None,
+            keep_alive: true,
         }
     }
 
@@ -942,6 +951,15 @@ impl ServeOptions {
     /// Where log lines go.
     pub fn with_log(mut self, log: Log) -> Self {
         self.log = Some(log);
+        self
+    }
+
+    /// Whether a connection serves more than one request (default `true`). With
+    /// `false` every response says `Connection: close` and its connection closes after
+    /// it: behind a load balancer that balances connections, every request is then
+    /// balanced, a session's requests spread over the nodes of a cluster.
+    pub fn with_keep_alive(mut self, keep_alive: bool) -> Self {
+        self.keep_alive = keep_alive;
         self
     }
 
@@ -962,6 +980,7 @@ impl std::fmt::Debug for ServeOptions {
         f.debug_struct("ServeOptions")
             .field("limits", &self.limits)
             .field("log", &self.log.is_some())
+            .field("keep_alive", &self.keep_alive)
             .finish()
     }
 }
@@ -988,9 +1007,9 @@ pub async fn serve_with(
     service: McpService,
     options: ServeOptions,
 ) -> Infallible {
-    let max_head = options.limits.max_head();
+    let (max_head, keep_alive) = (options.limits.max_head(), options.keep_alive);
     accept(listener, options, move |stream, conn| {
-        serve_io(stream, service.clone(), conn, max_head)
+        serve_io(stream, service.clone(), conn, max_head, keep_alive)
     })
     .await
 }
@@ -1018,7 +1037,7 @@ pub async fn serve_tls_with(
     options: ServeOptions,
 ) -> Infallible {
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    let max_head = options.limits.max_head();
+    let (max_head, keep_alive) = (options.limits.max_head(), options.keep_alive);
     accept(listener, options, move |stream, conn| {
         let (acceptor, service) = (acceptor.clone(), service.clone());
         async move {
@@ -1027,7 +1046,7 @@ pub async fn serve_tls_with(
             conn.head_started();
             let handshake = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
             if let Ok(Ok(stream)) = handshake.await {
-                serve_io(stream, service, conn, max_head).await;
+                serve_io(stream, service, conn, max_head, keep_alive).await;
             }
         }
     })
@@ -1469,7 +1488,7 @@ impl Body for ReportedBody {
 }
 
 /// Serves one connection over HTTP/1.1 until it ends.
-async fn serve_io<I>(io: I, service: McpService, conn: Conn, max_head: usize)
+async fn serve_io<I>(io: I, service: McpService, conn: Conn, max_head: usize, keep_alive: bool)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -1479,6 +1498,7 @@ where
     });
     let _ = hyper::server::conn::http1::Builder::new()
         .max_buf_size(max_head.max(8 << 10))
+        .keep_alive(keep_alive)
         .serve_connection(io, Reported { service, conn })
         .await;
 }
