@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use mcpwire::conn::Limits;
 use mcpwire::mirror::ToolMirrors;
-use mcpwire::server::{Allow, Config, Eras, Event, LegacyPaths, ResponseMode, SessionMode};
+use mcpwire::server::{Allow, Config, Eras, Event, LegacyPaths, NodeId, ResponseMode, SessionMode};
+use mcpwire_redis::{RedisEvent, RedisOptions, RedisStore};
 use mcpwire_tokio::app::{self, CallError, Tools, text_result};
 use mcpwire_tokio::server::{ServeOptions, serve_tls_with, serve_with};
 use serde::Deserialize;
@@ -75,6 +76,13 @@ Options:
                        of tokio; the same core and the same tools
   --tls-cert FILE      serve https: the certificate chain (PEM, the server's first)
   --tls-key FILE       and its private key (PEM: PKCS#8, PKCS#1 or SEC1); tokio only
+  --store URL          one node of a cluster: share sessions, resumable streams and
+                       notifications with every node given the same redis://HOST:PORT
+                       (Redis 6.2 or newer; tokio; default: none, all in this process)
+  --node-id N          this node's number in the cluster, 0 to 65535, one per node
+                       (default: drawn at random)
+  --no-keep-alive      close each connection after its response (tokio), so a load
+                       balancer that balances connections balances every request
   -h, --help           print this help
 
 Tools: echo {text}; slow_count {n, delay_ms} (progress per step).
@@ -97,6 +105,10 @@ struct Options {
     tls: Option<Arc<rustls::ServerConfig>>,
     /// `--max-connections`, `--header-timeout-ms`, `--idle-timeout-ms`.
     limits: Limits,
+    /// `--store`: the shared store's URL.
+    store: Option<String>,
+    /// `--no-keep-alive`.
+    keep_alive: bool,
 }
 
 fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
@@ -111,6 +123,8 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
     let mut shards = None;
     let (mut tls_cert, mut tls_key) = (None, None);
     let mut limits = Limits::new();
+    let (mut store, mut node) = (None, None);
+    let mut keep_alive = true;
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -223,6 +237,15 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
             "--blocking" => blocking = true,
             "--tls-cert" => tls_cert = Some(value("a PEM file")?),
             "--tls-key" => tls_key = Some(value("a PEM file")?),
+            "--store" => store = Some(store_url(&value("a redis:// URL")?)?),
+            "--no-keep-alive" => keep_alive = false,
+            "--node-id" => {
+                let v = value("a number")?;
+                let n = v.parse::<u16>().map_err(|_| {
+                    format!("--node-id: '{v}' is not a node number from 0 to 65535")
+                })?;
+                node = Some(NodeId::new(n));
+            }
             _ => return Err(BadUsage::Shape(format!("unknown option '{arg}'"))),
         }
     }
@@ -230,6 +253,29 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
     config = config
         .with_endpoint(path)
         .with_legacy(legacy.then(LegacyPaths::default));
+    if !keep_alive && blocking {
+        return Err(BadUsage::Value(
+            "--no-keep-alive is for the tokio adapter: drop --blocking".into(),
+        ));
+    }
+    if store.is_some() && blocking {
+        return Err(BadUsage::Value(
+            "--store is served by the tokio adapter only: drop --blocking".into(),
+        ));
+    }
+    if node.is_some() && store.is_none() {
+        return Err(BadUsage::Value(
+            "--node-id names a node of a cluster: give --store too".into(),
+        ));
+    }
+    if store.is_some() {
+        let node = node.unwrap_or_else(|| {
+            let mut raw = [0; 2];
+            mcpwire::Entropy::fill(&mut mcpwire::OsEntropy, &mut raw);
+            NodeId::new(u16::from_le_bytes(raw))
+        });
+        config = config.with_node(Some(node));
+    }
     if shards.is_some() && blocking {
         return Err(BadUsage::Value(
             "--shards is for the tokio adapter (the blocking one has one core): drop one of \
@@ -268,7 +314,35 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
         shards,
         tls,
         limits,
+        store,
+        keep_alive,
     }))
+}
+
+/// What became of the store, for the log.
+fn store_event(event: &RedisEvent) -> String {
+    match event {
+        RedisEvent::Unavailable(e) => {
+            format!("unavailable ({e}): requests that need it get 503 until it returns")
+        }
+        RedisEvent::Recovered => "available again".into(),
+        RedisEvent::CommandFailed(e) => format!("a command failed: {e}"),
+        RedisEvent::SubscriberLost(e) => format!("notices lost ({e}); reconnecting"),
+        RedisEvent::SubscriberRecovered => "notices back".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// `--store`: a `redis://` URL.
+fn store_url(url: &str) -> Result<String, String> {
+    if url.starts_with("redis://") {
+        Ok(url.to_owned())
+    } else {
+        Err(format!(
+            "--store: '{url}' is not a redis:// URL; give redis://HOST:PORT, e.g. \
+             redis://127.0.0.1:6379"
+        ))
+    }
 }
 
 /// A count of `--NAME`: 1 or more.
@@ -533,6 +607,22 @@ pub(crate) fn main(args: &[OsString]) -> ExitCode {
 }
 
 async fn run(options: Options) -> ExitCode {
+    // A node of a cluster needs its store before it serves anything.
+    let store = match &options.store {
+        Some(url) => {
+            let on_event = RedisOptions::new().with_on_event(|event: &RedisEvent| {
+                crate::log::line(format!("{PROG}: store: {}", store_event(event)));
+            });
+            match RedisStore::connect(url, on_event).await {
+                Ok(store) => Some(store),
+                Err(e) => {
+                    eprintln!("{PROG}: --store {url}: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        None => None,
+    };
     let listener = match tokio::net::TcpListener::bind(&options.addrs[..]).await {
         Ok(l) => l,
         Err(e) => return cannot_listen(&options, &e),
@@ -549,14 +639,22 @@ async fn run(options: Options) -> ExitCode {
         (cpus * 4).min(256)
     });
     let handler = Arc::new(Logged(handler, OnceLock::new()));
+    let node = options.config.node();
     let service = app::mount_sharded(
         shards,
         options.config,
         Box::new(mcpwire::OsEntropy),
         Arc::clone(&handler) as Arc<dyn app::Handler>,
     );
+    // Said after the address, which is the first line (tests and scripts read it).
+    let cluster = store.zip(node).map(|(store, node)| {
+        let line = format!("{PROG}: {node} of the cluster sharing {}", store.addr());
+        tokio::spawn(store.run(service.store_link()));
+        line
+    });
     let serving = ServeOptions::new()
         .with_limits(options.limits)
+        .with_keep_alive(options.keep_alive)
         .with_log(Arc::new(|line: &str| {
             crate::log::line(format!("{PROG}: {line}"))
         }));
@@ -571,6 +669,9 @@ async fn run(options: Options) -> ExitCode {
             tokio::spawn(serve_with(listener, service.clone(), serving))
         }
     };
+    if let Some(line) = cluster {
+        eprintln!("{line}");
+    }
     tokio::select! {
         _ = interrupt => {
             eprintln!("{PROG}: shutting down");
