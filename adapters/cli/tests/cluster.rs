@@ -171,3 +171,34 @@ fn session_7_serve_with_an_unreachable_store_exits_with_a_clear_error() {
     assert!(stderr.contains(&url), "{stderr}");
     assert!(!stderr.contains("listening"), "{stderr}");
 }
+
+/// MODERN-13 across nodes: the TypeScript SDK v2 client (2026-07-28) opens a
+/// `subscriptions/listen` stream on one node and calls `test_trigger_tool_change` of
+/// `serve --conformance` on the next; the change announced there reaches the listen
+/// on the first (the script checks the notification and its subscription id).
+#[test]
+fn modern_13_the_ts_v2_client_hears_on_one_node_a_change_made_on_another() {
+    let redis = RedisServer::start();
+    let nodes = nodes(&redis, 3, &["--conformance"]);
+    let proxy = proxy(&nodes);
+    let url = format!("http://{}/mcp", proxy.addr());
+    let out = run_bounded(
+        Command::new("node")
+            .args(["ts-client-v2.mjs", "listen", &url])
+            .current_dir(sdk()),
+        RUN,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.lines().last() == Some("ok"),
+        "the TS v2 client's listen across the nodes failed ({}):\n{}\n{stdout}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        proxy.connections() >= 3,
+        "the listen and the trigger on different nodes ({} connections)",
+        proxy.connections()
+    );
+}
