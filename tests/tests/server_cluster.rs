@@ -103,6 +103,18 @@ fn last_id(reply: &Reply) -> String {
         .expect("an event id")
 }
 
+/// A session initialized on node 0 whose call there sent progress 1 on its stream, then
+/// lost its connection: the session id, the call, and the last id its client read.
+fn interrupted(c: &mut Cluster) -> (String, mcpwire::server::IncomingRequest, String) {
+    let sid = initialize(c, 0, 0);
+    let x = post(c, 0, Some(&sid), CALL);
+    let request = c.nodes[0].take_request();
+    progress(&mut c.nodes[0], request.handle(), 1);
+    let last = last_id(&c.nodes[0].reply(x));
+    disconnect(&mut c.nodes[0], x);
+    (sid, request, last)
+}
+
 #[test]
 fn session_7_a_session_minted_on_one_node_is_served_by_every_node() {
     let mut c = Cluster::new(3, Config::new);
@@ -302,12 +314,7 @@ fn resume_14_a_resume_on_another_node_cuts_the_connection_the_writer_still_has()
 #[test]
 fn resume_5_a_frame_the_store_lost_is_a_gap_never_a_silent_skip() {
     let mut c = Cluster::new(2, sse);
-    let sid = initialize(&mut c, 0, 0);
-    let x = post(&mut c, 0, Some(&sid), CALL);
-    let request = c.nodes[0].take_request();
-    progress(&mut c.nodes[0], request.handle(), 1);
-    let last = last_id(&c.nodes[0].reply(x));
-    disconnect(&mut c.nodes[0], x);
+    let (sid, request, last) = interrupted(&mut c);
     let r = get(&mut c, 1, &sid, Some(&last));
     // Progress 2's append is lost; 3's is not.
     c.set_available(false);
@@ -496,12 +503,7 @@ fn http_post_12_a_cancel_reaches_the_node_that_runs_the_request() {
 #[test]
 fn resume_5_a_frame_written_before_the_writer_hears_of_its_follower_still_reaches_it() {
     let mut c = Cluster::new(2, sse);
-    let sid = initialize(&mut c, 0, 0);
-    let x = post(&mut c, 0, Some(&sid), CALL);
-    let request = c.nodes[0].take_request();
-    progress(&mut c.nodes[0], request.handle(), 1);
-    let last = last_id(&c.nodes[0].reply(x));
-    disconnect(&mut c.nodes[0], x);
+    let (sid, request, last) = interrupted(&mut c);
     // Node 1 replays (nothing missed yet), but its take-over is slow to reach node 0,
     // which meanwhile appends progress 2 unannounced.
     c.hold_notices();
@@ -616,12 +618,7 @@ fn http_get_8_http_get_9_a_message_for_the_get_stream_reaches_the_node_that_hold
 #[test]
 fn resume_5_a_node_killed_mid_stream_leaves_its_clients_a_clear_refusal_not_a_wait() {
     let mut c = Cluster::new(3, sse);
-    let sid = initialize(&mut c, 0, 0);
-    let x = post(&mut c, 0, Some(&sid), CALL);
-    let request = c.nodes[0].take_request();
-    progress(&mut c.nodes[0], request.handle(), 1);
-    let last = last_id(&c.nodes[0].reply(x));
-    disconnect(&mut c.nodes[0], x);
+    let (sid, request, last) = interrupted(&mut c);
     let r = get(&mut c, 1, &sid, Some(&last));
     progress(&mut c.nodes[0], request.handle(), 2);
     c.pump();
