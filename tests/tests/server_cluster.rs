@@ -675,3 +675,22 @@ fn resume_14_a_take_over_from_an_earlier_point_arriving_late_cuts_nothing_newer(
     c.pump();
     assert_eq!(progress_values(&c.nodes[2].reply(r2)), [3]);
 }
+
+#[test]
+fn modern_2_a_sessionless_request_on_a_node_touches_no_store() {
+    let mut c = Cluster::new(2, Config::new);
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let head = mcpwire_tests::server::post_head(&[
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "echo"),
+    ]);
+    let x = c.nodes[1].send(head, Some(body));
+    let request = c.nodes[1].take_request();
+    assert!(request.session().is_none());
+    c.nodes[1].answer(&request, r#"{"content":[]}"#);
+    assert_eq!(c.nodes[1].reply(x).status(), 200);
+    assert!(!c.nodes[1].server.has_store_work());
+    c.pump();
+    assert!(c.store.log.is_empty(), "{:?}", c.store.log);
+}
