@@ -694,3 +694,30 @@ fn modern_2_a_sessionless_request_on_a_node_touches_no_store() {
     c.pump();
     assert!(c.store.log.is_empty(), "{:?}", c.store.log);
 }
+
+#[test]
+fn modern_13_a_node_of_several_shards_hears_an_announcement_once() {
+    use mcpwire::server::{NodeId, Server, StoreInput};
+    let mut other = Server::new(
+        Config::new().with_node(Some(NodeId::new(9))),
+        mcpwire_tests::server::counter_entropy(9),
+    );
+    let now = std::time::Instant::now();
+    other.announce(now, b"tools");
+    let Some(StoreOp::Publish { notice }) = other.poll_store() else {
+        panic!("the announcement is published");
+    };
+    let shards = Config::new().with_node(Some(NodeId::new(1))).shards(3);
+    let heard: usize = shards
+        .into_iter()
+        .enumerate()
+        .map(|(i, config)| {
+            let mut shard = Server::new(config, mcpwire_tests::server::counter_entropy(i as u64));
+            shard.handle_store(now, StoreInput::Notice(&notice));
+            std::iter::from_fn(|| shard.poll_event())
+                .filter(|e| matches!(e, Event::Announced { .. }))
+                .count()
+        })
+        .sum();
+    assert_eq!(heard, 1);
+}

@@ -1243,9 +1243,12 @@ impl Server {
                     self.store_ops.push_back(StoreOp::Wake { session, ring });
                 }
             }
-            Notice::Announce { payload } => {
+            // Every shard of a node hears every notice; the application, one for them
+            // all, hears an announcement once: through the first shard.
+            Notice::Announce { payload } if self.config.shard.0 == 0 => {
                 self.events.push_back(super::Event::Announced { payload });
             }
+            Notice::Announce { .. } => {}
             Notice::Deliver { session, message } => {
                 let get = self
                     .session_ids
