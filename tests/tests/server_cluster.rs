@@ -721,3 +721,25 @@ fn modern_13_a_node_of_several_shards_hears_an_announcement_once() {
         .sum();
     assert_eq!(heard, 1);
 }
+
+#[test]
+fn session_7_a_stream_held_by_a_node_that_adopted_the_session_keeps_it_alive() {
+    let idle = Duration::from_secs(60);
+    let mut c = Cluster::new(3, || Config::new().with_session_idle(idle));
+    let sid = initialize(&mut c, 0, 0);
+    // Node 1 adopts it with a GET stream it holds; node 0's copy idles out.
+    let g = get(&mut c, 1, &sid, None);
+    assert_eq!(c.nodes[1].reply(g).status(), 200);
+    for _ in 0..8 {
+        c.advance(idle / 2);
+    }
+    assert_eq!(c.nodes[0].server.session_count(), 0);
+    // Node 1 touched the record all along: node 2 serves the session.
+    let x = post(
+        &mut c,
+        2,
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(c.nodes[2].reply(x).status(), 202);
+}

@@ -666,7 +666,11 @@ impl Server {
             None => None,
         };
         for x in waiting {
-            let e = self.exchanges.get_mut(&x).expect("a waiting exchange");
+            // An earlier one (a DELETE) may have ended what this one waited for, never
+            // the exchange itself; checked all the same.
+            let Some(e) = self.exchanges.get_mut(&x) else {
+                continue;
+            };
             e.parked = false;
             e.headers.session = session.map_or(SessionHeader::Unknown, SessionHeader::Known);
             match e.route {
@@ -706,7 +710,10 @@ impl Server {
         }
         let peer = self.exchanges[&x].headers.peer;
         self.make_places(peer)?;
-        let header = http::HeaderValue::from_str(wire).expect("a session id is a header value");
+        // Loaded only in the form of a minted id, so always a header value.
+        let Ok(header) = http::HeaderValue::from_str(wire) else {
+            return Err(super::refuse::session_not_found());
+        };
         let handshake = if record.complete {
             Handshake::Complete
         } else {
@@ -720,6 +727,8 @@ impl Server {
             touched: now,
             touch_timer: None,
         }));
+        // A stream held here keeps the record alive, as on the node that minted it.
+        self.arm_touch(now, s);
         Ok(s)
     }
 
