@@ -44,6 +44,9 @@ pub struct Store {
     unavailable: bool,
     /// Notices published while [`Cluster::hold_notices`] holds them.
     held: Option<Vec<Bytes>>,
+    /// Writes (records, appends, finishes) made while [`Cluster::hold_writes`] holds
+    /// them: they land later, in order.
+    late: Option<Vec<(usize, StoreOp)>>,
 }
 
 impl Store {
@@ -137,6 +140,21 @@ impl Cluster {
         self.store.unavailable = !available;
     }
 
+    /// Holds every write (a record, an append, a finish) from now on, as writes still on
+    /// their way, until [`release_writes`](Self::release_writes); reads meanwhile do not
+    /// see them.
+    pub fn hold_writes(&mut self) {
+        self.store.late.get_or_insert_with(Vec::new);
+    }
+
+    /// The writes held land, in order; then pumps.
+    pub fn release_writes(&mut self) {
+        for (i, op) in self.store.late.take().unwrap_or_default() {
+            self.perform(i, op);
+        }
+        self.pump();
+    }
+
     /// Holds every notice published from now on, as a slow channel would, until
     /// [`release_notices`](Self::release_notices).
     pub fn hold_notices(&mut self) {
@@ -196,6 +214,14 @@ impl Cluster {
     fn perform(&mut self, i: usize, op: StoreOp) {
         let now = self.now();
         let down = self.store.unavailable;
+        if let Some(late) = &mut self.store.late
+            && matches!(
+                op,
+                StoreOp::PutSession { .. } | StoreOp::Append { .. } | StoreOp::Finish { .. }
+            )
+        {
+            return late.push((i, op));
+        }
         match op {
             StoreOp::PutSession {
                 session,

@@ -36,6 +36,12 @@
 //!   consecutive, so a frame seen twice is dropped and a hole (a write that failed) ends
 //!   the connection, and the client's next resume is told of the gap: nothing is replayed
 //!   that was half-written, nothing is delivered twice.
+//! - **Writes behind.** A node answers before its writes land (a write-through would
+//!   cost every request a round trip), so a client's next request, on another node, may
+//!   come before them: a session not found, or a ring that does not reach the client's
+//!   id, is asked for again (after 25 ms, then twice as long each time) within
+//!   [`Config::with_store_grace`](super::Config::with_store_grace), 1 s by default,
+//!   before it is taken for gone (404) or never issued (400).
 //! - **Notices.** A resume wins over a connection its stream still has (RESUME-14) on
 //!   every node: the resuming node publishes a take-over, and whichever node holds a
 //!   connection of that ring cuts it. A session ended on one node ends on all.
@@ -301,6 +307,17 @@ pub enum StoreInput<'a> {
     /// A notice another node published (or this one: it is ignored).
     Notice(&'a [u8]),
 }
+
+/// A session being loaded: the exchanges waiting for it, and how many times it was
+/// asked for (a session not found yet is asked again, [`Config::with_store_grace`](super::Config::with_store_grace)).
+#[derive(Debug, Default)]
+pub(super) struct Loading {
+    waiting: Vec<ExchangeId>,
+    asked: u32,
+}
+
+/// The first wait before asking the store again for what it did not have yet.
+const FIRST_WAIT: Duration = Duration::from_millis(25);
 
 /// Why a record or a notice read from the store was refused: it was written by
 /// something else, or by a newer version of mcpwire.
@@ -610,12 +627,61 @@ impl Server {
         if let Some(e) = self.exchanges.get_mut(&x) {
             e.parked = true;
         }
-        let waiting = self.loading.entry(wire.clone()).or_default();
-        waiting.push(x);
-        if waiting.len() == 1 {
+        let loading = self.loading.entry(wire.clone()).or_default();
+        loading.waiting.push(x);
+        if loading.waiting.len() == 1 && loading.asked == 0 {
             self.store_ops
                 .push_back(StoreOp::LoadSession { session: wire });
         }
+    }
+
+    /// How long to wait before asking the store again for something it did not have,
+    /// asked `asked` times so far: 25 ms, then twice as long each time, while the waits
+    /// add up to no more than [`Config::with_store_grace`](super::Config::with_store_grace);
+    /// `None` once they would.
+    fn grace_wait(&self, asked: u32) -> Option<Duration> {
+        let waited = FIRST_WAIT.checked_mul((1u32 << asked.min(20)) - 1)?;
+        let wait = FIRST_WAIT.checked_mul(1 << asked.min(20))?;
+        (waited + wait <= self.config.store_grace).then_some(wait)
+    }
+
+    /// A session not found in the store is asked for again (`Timer::Reload`).
+    pub(super) fn reload(&mut self, key: u64) {
+        if let Some(wire) = self.reloads.remove(&key)
+            && self.loading.contains_key(&wire)
+        {
+            self.store_ops
+                .push_back(StoreOp::LoadSession { session: wire });
+        }
+    }
+
+    /// A followed ring that did not reach the client's id is asked for again
+    /// (`Timer::Refollow`).
+    pub(super) fn refollow(&mut self, t: StreamId) {
+        let Some(stream) = self.streams.get(&t) else {
+            return;
+        };
+        let (
+            StreamKind::Follow {
+                ring,
+                next,
+                opening: true,
+                ..
+            },
+            Some(s),
+            Some(_),
+        ) = (stream.kind, stream.session, stream.conn)
+        else {
+            return;
+        };
+        let Some(session) = self.sessions.get(&s) else {
+            return;
+        };
+        self.store_ops.push_back(StoreOp::Follow {
+            stream: t,
+            session: session.wire.clone(),
+            after: ring.event(next.saturating_sub(1)),
+        });
     }
 
     /// The answer to a load: the session is adopted (or known to be gone), and every
@@ -626,10 +692,11 @@ impl Server {
         wire: &str,
         record: Result<Option<&[u8]>, StoreUnavailable>,
     ) {
-        let Some(waiting) = self.loading.remove(wire) else {
+        let Some(loading) = self.loading.remove(wire) else {
             return;
         };
-        let waiting: Vec<ExchangeId> = waiting
+        let waiting: Vec<ExchangeId> = loading
+            .waiting
             .into_iter()
             .filter(|x| {
                 self.exchanges.get(x).is_some_and(|e| {
@@ -643,6 +710,22 @@ impl Server {
         // A record this version cannot read names no session it can serve: 404, and
         // the client initializes again (SESSION-8).
         let found = match record {
+            // Not there yet, perhaps: the node that minted it answered `initialize`
+            // before its write landed. Asked again within the grace.
+            Ok(None) if let Some(wait) = self.grace_wait(loading.asked) => {
+                let key = self.key();
+                let wire: Arc<str> = wire.into();
+                self.reloads.insert(key, wire.clone());
+                self.timers.insert((now + wait, Timer::Reload(key)));
+                self.loading.insert(
+                    wire,
+                    Loading {
+                        waiting,
+                        asked: loading.asked + 1,
+                    },
+                );
+                return;
+            }
             Ok(raw) => raw.and_then(|raw| Record::decode(raw).ok()),
             Err(StoreUnavailable) => {
                 for x in waiting {
@@ -947,6 +1030,7 @@ impl Server {
                     ring: RingKey::of(after),
                     next: after.seq().saturating_add(1),
                     opening: true,
+                    asked: 0,
                 },
                 ring: None,
                 conn: Some(x),
@@ -979,16 +1063,35 @@ impl Server {
         replay: Result<crate::resume::Replay<'_>, StoreUnavailable>,
     ) {
         use crate::resume::Replay;
-        let Some(stream) = self.streams.get_mut(&t) else {
+        let Some(stream) = self.streams.get(&t) else {
             return;
         };
-        let (StreamKind::Follow { next, opening, .. }, Some(x)) = (&mut stream.kind, stream.conn)
+        let (StreamKind::Follow { opening, asked, .. }, Some(x)) = (stream.kind, stream.conn)
         else {
             return;
         };
-        if !*opening {
+        if !opening {
             return;
         }
+        // A ring that does not reach the id (or is not there at all) may only be behind:
+        // its writer answered the client before its appends landed. Asked again within
+        // the grace; a ring of another session or an id never issued is refused after it.
+        if let Ok(Replay::UnknownRing | Replay::NotIssued) = replay
+            && let Some(wait) = self.grace_wait(asked)
+        {
+            if let Some(StreamKind::Follow { asked, .. }) =
+                self.streams.get_mut(&t).map(|s| &mut s.kind)
+            {
+                *asked += 1;
+            }
+            self.timers.insert((now + wait, Timer::Refollow(t)));
+            return;
+        }
+        let Some(StreamKind::Follow { next, opening, .. }) =
+            self.streams.get_mut(&t).map(|s| &mut s.kind)
+        else {
+            return;
+        };
         *opening = false;
         let frames: Vec<Bytes> = match replay {
             Ok(Replay::Frames(frames)) => {
@@ -1071,6 +1174,7 @@ impl Server {
                 ring,
                 next,
                 opening,
+                ..
             },
             Some(x),
         ) = (stream.kind, stream.conn)

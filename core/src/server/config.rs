@@ -149,6 +149,8 @@ pub struct Config {
     pub(super) store: StoreLimits,
     /// This server's node in a cluster ([`Config::with_node`]); `None`: alone.
     pub(super) node: Option<super::NodeId>,
+    /// [`Config::with_store_grace`].
+    pub(super) store_grace: Duration,
     /// This server's shard and how many there are ([`Config::shards`]).
     pub(super) shard: (usize, usize),
     /// The sessions held by every shard of the endpoint, when there are several.
@@ -217,6 +219,7 @@ impl Config {
             linger: Duration::from_secs(60),
             store: StoreLimits::new(),
             node: None,
+            store_grace: Duration::from_secs(1),
             shard: (0, 1),
             budget: None,
             tool_mirrors: None,
@@ -484,6 +487,17 @@ impl Config {
     /// emits no store work.
     pub fn with_node(mut self, node: Option<super::NodeId>) -> Self {
         self.node = node;
+        self
+    }
+
+    /// How long a cluster node waits for another node's writes to reach the store before
+    /// it takes a session it cannot find for gone (404), or a `Last-Event-ID` its ring
+    /// does not reach for never issued (400) (default 1 s). Nodes answer before their
+    /// writes land (a write-through would cost every request a round trip), so a
+    /// client's next request, on another node, may come before them: it is asked again,
+    /// after 25 ms, then twice as long each time, until this has passed.
+    pub fn with_store_grace(mut self, grace: Duration) -> Self {
+        self.store_grace = crate::duration::bounded(grace);
         self
     }
 

@@ -201,8 +201,10 @@ pub struct Server {
     shutting_down: bool,
     /// Store work for the driver (cluster nodes only, [`Config::with_node`]).
     store_ops: VecDeque<StoreOp>,
-    /// The exchanges waiting for each session being loaded from the shared store.
-    loading: BTreeMap<std::sync::Arc<str>, Vec<ExchangeId>>,
+    /// The sessions being loaded from the shared store, with the exchanges waiting.
+    loading: BTreeMap<std::sync::Arc<str>, cluster::Loading>,
+    /// The loads asked again later, by their key (`Timer::Reload`).
+    reloads: BTreeMap<u64, std::sync::Arc<str>>,
     /// The rings this node writes that another node follows (their appends announced).
     followed: BTreeSet<crate::resume::RingId>,
 }
@@ -259,6 +261,7 @@ impl Server {
             shutting_down: false,
             store_ops: VecDeque::new(),
             loading: BTreeMap::new(),
+            reloads: BTreeMap::new(),
             followed: BTreeSet::new(),
         }
     }
@@ -320,6 +323,7 @@ impl Server {
             && self.events.is_empty()
             && self.store_ops.is_empty()
             && self.loading.is_empty()
+            && self.reloads.is_empty()
             && self.followed.is_empty()
     }
 
@@ -468,6 +472,8 @@ impl Server {
                 }
             }
             Timer::Touch(s) => self.touch_due(now, s),
+            Timer::Reload(key) => self.reload(key),
+            Timer::Refollow(t) => self.refollow(t),
             Timer::Linger(t) => {
                 if self
                     .streams

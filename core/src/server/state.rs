@@ -269,6 +269,8 @@ pub(super) enum StreamKind {
         ring: super::cluster::RingKey,
         next: u64,
         opening: bool,
+        /// How many times the ring was asked for (`Config::with_store_grace`).
+        asked: u32,
     },
 }
 
@@ -335,4 +337,9 @@ pub(super) enum Timer {
     Linger(StreamId),
     /// A shared session's record is touched while it is in use here (cluster nodes).
     Touch(SessionId),
+    /// A session not found in the store is asked for again (`Config::with_store_grace`);
+    /// the number keys the load.
+    Reload(u64),
+    /// A followed ring that did not reach the client's id is asked for again.
+    Refollow(StreamId),
 }

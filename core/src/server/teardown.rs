@@ -58,8 +58,18 @@ impl Server {
             self.timers.remove(&(at, super::state::Timer::Idle(s)));
         }
         for t in session.streams {
-            if let Some(conn) = self.streams.get(&t).and_then(|t| t.conn) {
-                self.push(conn, Transmit::End);
+            if let Some(stream) = self.streams.get(&t)
+                && let Some(conn) = stream.conn
+            {
+                // A resume still waiting for another node's ring has no head yet.
+                if matches!(
+                    stream.kind,
+                    super::state::StreamKind::Follow { opening: true, .. }
+                ) {
+                    self.refuse(conn, Refuse::new(StatusCode::NOT_FOUND, "session ended"));
+                } else {
+                    self.push(conn, Transmit::End);
+                }
             }
             self.remove_stream(t);
         }

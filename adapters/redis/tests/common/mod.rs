@@ -92,6 +92,12 @@ impl Node {
         config: Config,
         options: RedisOptions,
     ) -> Self {
+        Self::with_url(n, &redis.url(), config, options).await
+    }
+
+    /// Node `n` on the Redis at `url` (a proxy in front of the test's own, say) with
+    /// `config` and store `options`.
+    pub async fn with_url(n: u16, url: &str, config: Config, options: RedisOptions) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (service, mut events) = McpService::new(
@@ -113,7 +119,7 @@ impl Node {
             };
             let _ = told_tx.send(told);
         });
-        let store = RedisStore::connect(&redis.url(), options).await.unwrap();
+        let store = RedisStore::connect(url, options).await.unwrap();
         let mut tasks = vec![tokio::spawn(store.run(service.store_link()))];
         tasks.push(tokio::spawn({
             let service = service.clone();
