@@ -219,9 +219,9 @@ impl Act {
         self.0.is_empty()
     }
 
-    /// How many notifications it sends (its other deeds not counted).
-    #[cfg(test)]
-    fn notifications(&self) -> usize {
+    /// How many notifications it sends to clients here (an announcement to the other
+    /// nodes of a cluster and answers are not counted).
+    pub fn notifications(&self) -> usize {
         self.0
             .iter()
             .filter(|d| matches!(d, Deed::Notify { .. }))
