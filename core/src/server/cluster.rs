@@ -1001,14 +1001,20 @@ impl Server {
     /// A client of `s` resumed after `after` here: a connection of that ring on any
     /// other node is cut (RESUME-14).
     pub(super) fn take_over(&mut self, s: SessionId, after: EventId) {
+        self.publish_about(s, |session| Notice::TakeOver {
+            session,
+            ring: RingKey::of(after),
+            after: after.seq(),
+        });
+    }
+
+    /// Publishes the notice `notice` makes of shared session `s`'s id; nothing for a
+    /// session this node does not share.
+    fn publish_about(&mut self, s: SessionId, notice: impl FnOnce(Arc<str>) -> Notice) {
         let Some(session) = self.sessions.get(&s).filter(|s| s.shared.is_some()) else {
             return;
         };
-        let notice = Notice::TakeOver {
-            session: session.wire.clone(),
-            ring: RingKey::of(after),
-            after: after.seq(),
-        };
+        let notice = notice(session.wire.clone());
         self.publish(notice);
     }
 
@@ -1236,51 +1242,26 @@ impl Server {
     /// A client's response to a server→client request this node never issued: on a
     /// cluster node, the node that did takes it.
     pub(super) fn spread_response(&mut self, s: SessionId, message: &Envelope) {
-        let Some(session) = self.sessions.get(&s).filter(|s| s.shared.is_some()) else {
-            return;
-        };
-        let notice = Notice::Response {
-            session: session.wire.clone(),
-            message: message.text().clone().into(),
-        };
-        self.publish(notice);
+        let message = message.text().clone().into();
+        self.publish_about(s, |session| Notice::Response { session, message });
     }
 
     /// A client's cancel for a request not open here: on a cluster node, the node that
     /// runs it cancels it.
     pub(super) fn spread_cancel(&mut self, s: SessionId, message: &Envelope) {
-        let Some(session) = self.sessions.get(&s).filter(|s| s.shared.is_some()) else {
-            return;
-        };
-        let notice = Notice::Cancel {
-            session: session.wire.clone(),
-            message: message.text().clone().into(),
-        };
-        self.publish(notice);
+        let message = message.text().clone().into();
+        self.publish_about(s, |session| Notice::Cancel { session, message });
     }
 
     /// A message for shared session `s`'s GET stream, which this node does not hold:
     /// the node that does writes it.
     pub(super) fn deliver_elsewhere(&mut self, s: SessionId, message: Bytes) {
-        let Some(session) = self.sessions.get(&s) else {
-            return;
-        };
-        let notice = Notice::Deliver {
-            session: session.wire.clone(),
-            message,
-        };
-        self.publish(notice);
+        self.publish_about(s, |session| Notice::Deliver { session, message });
     }
 
     /// The client of shared session `s` opened a GET stream here: any other node's ends.
     pub(super) fn get_opened(&mut self, s: SessionId) {
-        let Some(session) = self.sessions.get(&s).filter(|s| s.shared.is_some()) else {
-            return;
-        };
-        let notice = Notice::GetOpened {
-            session: session.wire.clone(),
-        };
-        self.publish(notice);
+        self.publish_about(s, |session| Notice::GetOpened { session });
     }
 
     /// The node writing a followed ring is gone: a resume not yet answered is refused,
