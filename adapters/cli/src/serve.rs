@@ -613,8 +613,15 @@ async fn run(options: Options) -> ExitCode {
             let on_event = RedisOptions::new().with_on_event(|event: &RedisEvent| {
                 crate::log::line(format!("{PROG}: store: {}", store_event(event)));
             });
-            match RedisStore::connect(url, on_event).await {
-                Ok(store) => Some(store),
+            // Every node seals `requestState` with the cluster's key, so that a
+            // multi round-trip retry may reach any node.
+            let shared = async {
+                let mut store = RedisStore::connect(url, on_event).await?;
+                let key = store.state_key(&mut mcpwire::OsEntropy).await?;
+                Ok::<_, mcpwire_redis::RedisStoreError>((store, key))
+            };
+            match shared.await {
+                Ok(shared) => Some(shared),
                 Err(e) => {
                     eprintln!("{PROG}: --store {url}: {e}");
                     return ExitCode::FAILURE;
@@ -622,6 +629,10 @@ async fn run(options: Options) -> ExitCode {
             }
         }
         None => None,
+    };
+    let (store, settings) = match store {
+        Some((store, key)) => (Some(store), app::Settings::new().with_state_key(key)),
+        None => (None, app::Settings::new()),
     };
     let listener = match tokio::net::TcpListener::bind(&options.addrs[..]).await {
         Ok(l) => l,
@@ -640,11 +651,12 @@ async fn run(options: Options) -> ExitCode {
     });
     let handler = Arc::new(Logged(handler, OnceLock::new()));
     let node = options.config.node();
-    let service = app::mount_sharded(
+    let service = app::mount_sharded_with(
         shards,
         options.config,
         Box::new(mcpwire::OsEntropy),
         Arc::clone(&handler) as Arc<dyn app::Handler>,
+        &settings,
     );
     // Said after the address, which is the first line (tests and scripts read it).
     let cluster = store.zip(node).map(|(store, node)| {

@@ -6,8 +6,10 @@
 //!
 //! The clients: the TypeScript SDK 1.32's Streamable HTTP client (`tests/interop/
 //! ts-client.mjs`: initialize, tools, `slow_count` with progress, a resume after each
-//! SEP-1699 polling close, DELETE and 404 after it) and `mcpwire call`. Every process is
-//! killed when its test ends, every wait is bounded, everything is on 127.0.0.1.
+//! SEP-1699 polling close, DELETE and 404 after it), the v2 client at 2026-07-28, `mcpwire
+//! call`, and raw requests for a multi round-trip retry on another node and for Redis
+//! stopped and started again under the nodes. Every process is killed when its test
+//! ends, every wait is bounded, everything is on 127.0.0.1.
 
 mod common;
 #[path = "common/npm.rs"]
@@ -16,7 +18,8 @@ mod npm;
 #[allow(dead_code)] // `mcpwire call` alone of what it shares: no TS server here.
 mod ts;
 
-use std::net::SocketAddr;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -201,4 +204,227 @@ fn modern_13_the_ts_v2_client_hears_on_one_node_a_change_made_on_another() {
         "the listen and the trigger on different nodes ({} connections)",
         proxy.connections()
     );
+}
+
+/// One request over HTTP/1.0 (the connection ends with the response), with the JSON
+/// body `body` and the extra `headers`: its status and the JSON-RPC messages of its
+/// body (the body itself, or each SSE event's data).
+fn post(addr: &str, headers: &[(&str, &str)], body: &Value) -> (u16, Vec<Value>) {
+    let body = body.to_string();
+    let mut head = format!(
+        "POST /mcp HTTP/1.0\r\nHost: {addr}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    let mut stream = TcpStream::connect(addr).expect("the node accepts");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("a timeout");
+    stream
+        .write_all(format!("{head}\r\n{body}").as_bytes())
+        .expect("the request is sent");
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .expect("the response, within 10 s");
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("a head and a body: {response:?}"));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("a status line: {head}"));
+    let session = head.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("mcp-session-id: ")
+            .map(str::to_owned)
+    });
+    let messages = if head.to_ascii_lowercase().contains("text/event-stream") {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter(|data| !data.trim().is_empty())
+            .map(|data| serde_json::from_str(data.trim()).expect("an event's data is JSON"))
+            .collect()
+    } else if body.is_empty() {
+        Vec::new()
+    } else {
+        vec![serde_json::from_str(body).unwrap_or_else(|e| panic!("a JSON body ({e}): {body}"))]
+    };
+    // The session id, for the caller that initialized, as a last message.
+    let mut messages = messages;
+    if let Some(session) = session {
+        messages.push(json!({"session": session.trim()}));
+    }
+    (status, messages)
+}
+
+/// A 2026-07-28 `tools/call` of `name` (its `_meta`, its headers), with the id `id`
+/// and the extra params `more`; the status and the response.
+fn modern_call(addr: &str, id: u64, name: &str, more: &Value) -> (u16, Value) {
+    let mut params = json!({
+        "name": name,
+        "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        },
+    });
+    for (key, value) in more.as_object().into_iter().flatten() {
+        params[key] = value.clone();
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", name),
+    ];
+    let (status, messages) = post(addr, &headers, &body);
+    let response = messages
+        .into_iter()
+        .find(|m| m["id"] == id)
+        .unwrap_or(Value::Null);
+    (status, response)
+}
+
+/// MODERN-23 across nodes: a `requestState` sealed by one node opens on another, since
+/// every node of a cluster seals with the key stored in Redis (`{p}:state-key`). Redis
+/// then restarts without its data, and a node started after it still shares the key:
+/// the running nodes write it back.
+#[test]
+fn modern_23_a_request_state_sealed_on_one_node_opens_on_any_other() {
+    const TOOL: &str = "test_input_required_result_request_state";
+    let confirmed = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
+    let mut redis = RedisServer::start();
+    let nodes = nodes(&redis, 2, &["--conformance"]);
+    let (first, second) = (&nodes[0].addr, &nodes[1].addr);
+    let (status, asked) = modern_call(first, 1, TOOL, &json!({}));
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let state = asked["result"]["requestState"].clone();
+    assert!(state.is_string(), "a sealed state: {asked}");
+    let retry = json!({"inputResponses": confirmed, "requestState": state});
+    let (status, done) = modern_call(second, 2, TOOL, &retry);
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "state-ok: the state came back as it was handed out",
+        "the retry on the other node: {done}"
+    );
+    // A tampered state is still refused there.
+    let mut tampered = state.as_str().expect("a string").to_owned();
+    tampered.insert(0, 'x');
+    let (_, refused) = modern_call(
+        second,
+        3,
+        TOOL,
+        &json!({"inputResponses": confirmed, "requestState": tampered}),
+    );
+    assert!(refused["error"].is_object(), "{refused}");
+
+    // Redis restarts empty; the nodes put the key back at once.
+    redis.restart();
+    let until = Instant::now() + Duration::from_secs(10);
+    while redis.command(&["EXISTS", "mcpwire:state-key"]) != "1" {
+        assert!(Instant::now() < until, "the nodes never wrote the key back");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = redis.url();
+    let third = start(&["--store", &url, "--node-id", "3", "--conformance"]);
+    let (status, done) = modern_call(&third.addr, 4, TOOL, &retry);
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "state-ok: the state came back as it was handed out",
+        "the retry on a node started after Redis lost its data: {done}"
+    );
+}
+
+/// Redis stopped under running `mcpwire serve` nodes, then started again: a request that
+/// needs it (a session the node does not hold) is answered 503 with a JSON-RPC error at
+/// once; a session the node holds, and 2026-07-28 requests, go on; each node says in its
+/// log that the store is unavailable and then available again; once Redis is back a new
+/// session minted on one node is served by the other, with nothing restarted.
+#[test]
+fn session_7_redis_stopped_under_serve_nodes_is_503_then_service_resumes() {
+    let mut redis = RedisServer::start();
+    let nodes = nodes(&redis, 2, &["--json-response"]);
+    let (first, second) = (&nodes[0].addr, &nodes[1].addr);
+    let session = |addr: &str| {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "cluster-test", "version": "1"}}});
+        let (status, messages) = post(addr, &[], &init);
+        assert_eq!(status, 200, "{messages:?}");
+        let sid = messages
+            .iter()
+            .find_map(|m| m["session"].as_str())
+            .expect("a session id")
+            .to_owned();
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let (status, _) = post(addr, &session_headers(&sid), &initialized);
+        assert_eq!(status, 202);
+        sid
+    };
+    let echo = |addr: &str, sid: &str, id: u64| {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "hi"}}});
+        let (status, messages) = post(addr, &session_headers(sid), &call);
+        (status, messages.into_iter().next().unwrap_or(Value::Null))
+    };
+    let held = session(first);
+    let (status, _) = echo(first, &held, 1);
+    assert_eq!(status, 200);
+
+    redis.stop();
+    // The second node never held the session and cannot load it: 503, at once.
+    let t = Instant::now();
+    let (status, refused) = echo(second, &held, 2);
+    assert_eq!(status, 503, "{refused}");
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "503 took {:?}",
+        t.elapsed()
+    );
+    assert!(
+        nodes[1].logs_within("store: unavailable", Duration::from_secs(10)),
+        "the node says the store is lost"
+    );
+    // What needs no store goes on: the session the first node holds, and 2026-07-28.
+    let (status, answer) = echo(first, &held, 3);
+    assert_eq!(
+        (status, &answer["result"]["content"][0]["text"]),
+        (200, &json!("hi"))
+    );
+    let (status, answer) = modern_call(second, 4, "echo", &json!({"arguments": {"text": "hi"}}));
+    assert_eq!(
+        (status, &answer["result"]["content"][0]["text"]),
+        (200, &json!("hi")),
+        "{answer}"
+    );
+
+    redis.restart();
+    for node in &nodes {
+        assert!(
+            node.logs_within("store: available again", Duration::from_secs(15)),
+            "{}: the node says the store is back",
+            node.addr
+        );
+    }
+    let fresh = session(first);
+    let (status, answer) = echo(second, &fresh, 5);
+    assert_eq!(
+        status, 200,
+        "a session minted after the outage, on the other node: {answer}"
+    );
+    assert_eq!(answer["result"]["content"][0]["text"], "hi");
+}
+
+/// The headers of a request in session `sid` at 2025-11-25.
+fn session_headers(sid: &str) -> [(&'static str, &str); 2] {
+    [
+        ("Mcp-Session-Id", sid),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ]
 }

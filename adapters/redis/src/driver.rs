@@ -5,6 +5,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use mcpwire::app::StateKey;
 use mcpwire::resume::{Epoch, EventId, Replay};
 use mcpwire::server::{RingKey, StoreInput, StoreOp, StoreUnavailable, StreamId};
 use mcpwire_tokio::server::{StoreHandle, StoreLink};
@@ -16,7 +17,7 @@ use tokio::time::{Duration, Instant, MissedTickBehavior};
 use crate::health::{self, Health};
 use crate::keys::{
     self, DELETE_SCRIPT, END_FIELD, Entry, EntryId, FRAME_FIELD, Keys, PUT_SCRIPT, Run,
-    TOUCH_SCRIPT,
+    STATE_KEY_SCRIPT, TOUCH_SCRIPT,
 };
 use crate::liveness::Liveness;
 use crate::subscriber::{Command, Dirty, Subscriber};
@@ -45,6 +46,9 @@ pub struct RedisStore {
     pubsub: PubSub,
     keys: Keys,
     options: RedisOptions,
+    /// The shared `requestState` key, once [`state_key`](Self::state_key) read it: the
+    /// liveness writes it back (if missing) with every refresh.
+    state_key: Option<[u8; 32]>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -113,7 +117,52 @@ impl RedisStore {
             pubsub,
             keys,
             options,
+            state_key: None,
         })
+    }
+
+    /// The key that seals the `requestState` of multi round-trip requests (MODERN-23),
+    /// the same on every node of this Redis (and prefix), so that a retry may reach any
+    /// node: the first node to ask stores a key drawn from `entropy` under
+    /// `{p}:state-key` (`SET NX`, without expiry), and every node reads the stored one.
+    /// Give it to the application layer
+    /// ([`Settings::with_state_key`](mcpwire::app::Settings::with_state_key)) before the
+    /// node serves. While [`run`](Self::run) runs, the node writes it back whenever it
+    /// is missing (a Redis restarted without its data), with its liveness.
+    ///
+    /// # Errors
+    ///
+    /// As [`connect`](Self::connect) when Redis does not answer;
+    /// [`RedisStoreError::Unexpected`] when the stored value is not a 32-byte key.
+    pub async fn state_key(
+        &mut self,
+        entropy: &mut dyn mcpwire::Entropy,
+    ) -> Result<StateKey, RedisStoreError> {
+        let mut candidate = [0; 32];
+        entropy.fill(&mut candidate);
+        let mut script = redis::cmd("EVAL");
+        script
+            .arg(STATE_KEY_SCRIPT)
+            .arg(1)
+            .arg(self.keys.state_key())
+            .arg(&candidate[..]);
+        let within = self.options.response_timeout;
+        let stored = tokio::time::timeout(within, script.query_async::<Value>(&mut self.con))
+            .await
+            .map_err(|_| RedisStoreError::TimedOut {
+                addr: self.addr.clone(),
+                after: within,
+            })?
+            .map_err(RedisStoreError::Command)?;
+        let bytes = match stored {
+            Value::BulkString(bytes) => <[u8; 32]>::try_from(bytes.as_slice()).ok(),
+            _ => None,
+        }
+        .ok_or(RedisStoreError::Unexpected(
+            "the shared requestState key is not a 32-byte string",
+        ))?;
+        self.state_key = Some(bytes);
+        Ok(StateKey::new(bytes))
     }
 
     /// `host:port` of the Redis it uses (no credentials).
@@ -136,6 +185,7 @@ impl RedisStore {
             pubsub,
             keys,
             options,
+            state_key,
         } = self;
         let StoreLink {
             epochs,
@@ -153,6 +203,9 @@ impl RedisStore {
             Arc::clone(&dirty),
             options.clone(),
         );
+        if let Some(key) = state_key {
+            liveness = liveness.with_state_key(keys.state_key(), key);
+        }
         // Alive before any work is done: a follower of a ring of this node never finds
         // the ring before the liveness.
         liveness.refresh().await;

@@ -52,6 +52,14 @@ redis.call('SET', KEYS[3], '1', 'PX', ARGV[1])
 return redis.call('DEL', KEYS[1], KEYS[2])
 ";
 
+/// Stores a key for `requestState` unless one is there, and answers the one stored:
+/// `KEYS[1]` the key's key, `ARGV[1]` this node's candidate. One script, so that every
+/// node starting at once reads the same winner.
+pub(crate) const STATE_KEY_SCRIPT: &str = r"
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
+";
+
 /// The names of every key and channel, under one prefix.
 #[derive(Clone, Debug)]
 pub(crate) struct Keys {
@@ -89,6 +97,11 @@ impl Keys {
     /// carry `epoch`.
     pub(crate) fn node(&self, epoch: Epoch) -> String {
         format!("{}:node:{:x}", self.prefix, epoch.get())
+    }
+
+    /// `{p}:state-key`: the key that seals `requestState` on every node (no expiry).
+    pub(crate) fn state_key(&self) -> String {
+        format!("{}:state-key", self.prefix)
     }
 
     /// `{p}:notices`: every node's notices.

@@ -31,6 +31,7 @@
 //! | `{p}:gone:{sid}` | string | The tombstone of a deleted session ([`RedisOptions::with_tombstone_ttl`], an hour by default): a record written after the delete (by a node that has not heard of it yet) is refused, so a deleted session never comes back. |
 //! | `{p}:rings:{sid}` | set | The session's ring keys (`SADD` on every append), so that a touch reaches every ring and a delete removes them all. |
 //! | `{p}:node:{epoch_hex}` | string | A node's liveness: one key per epoch of its event ids (one per shard, [`StoreLink::epochs`](mcpwire_tokio::server::StoreLink::epochs)), the epoch as its rings write it. `SET … PX ttl` every [`RedisOptions::with_liveness`] interval while [`RedisStore::run`] runs; deleted when it ends. |
+//! | `{p}:state-key` | string | The key that seals the `requestState` of multi round-trip requests, 32 bytes, the same on every node ([`RedisStore::state_key`]): `SET NX` by the first node to ask, no expiry; written back (`SET NX`) with every liveness refresh, should Redis lose it. |
 //! | `{p}:notices` | channel | Every node's notices, to every node (the publisher included). |
 //! | `{p}:w:{sid}:{ring}` | channel | Wake-ups of a ring's followers: published after an append or a finish that says `announce`, and for a wake. The message is empty: a follower reads the ring itself. |
 //!

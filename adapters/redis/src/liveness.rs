@@ -21,6 +21,9 @@ pub(crate) struct Liveness {
     addr: String,
     /// `{p}:node:{epoch_hex}` of each own epoch, once each (as many as the shards).
     keys: Vec<String>,
+    /// `{p}:state-key` and this node's shared `requestState` key, if it asked for one:
+    /// written back whenever Redis lost it.
+    state_key: Option<(String, [u8; 32])>,
     health: Arc<Health>,
     dirty: Arc<Dirty>,
     options: RedisOptions,
@@ -43,23 +46,34 @@ impl Liveness {
             con,
             addr,
             keys,
+            state_key: None,
             health,
             dirty,
             options,
         }
     }
 
-    /// Writes every key (`SET … PX ttl`), within the response timeout. Redis lost is
+    /// Also keeps `key`, the shared `requestState` key, in Redis under `name`.
+    pub(crate) fn with_state_key(mut self, name: String, key: [u8; 32]) -> Self {
+        self.state_key = Some((name, key));
+        self
+    }
+
+    /// Writes every key (`SET … PX ttl`), and the shared `requestState` key if missing
+    /// (`SET NX`), within the response timeout. Redis lost is
     /// told as any command's failure would tell it (and the probe learns when it is
     /// back, which writes them again at once); Redis answering says it is up.
     pub(crate) async fn refresh(&mut self) {
-        if self.keys.is_empty() {
+        if self.keys.is_empty() && self.state_key.is_none() {
             return;
         }
         let ttl = keys::millis(self.options.liveness_ttl);
         let mut pipe = redis::pipe();
         for key in &self.keys {
             pipe.cmd("SET").arg(key).arg("1").arg("PX").arg(ttl);
+        }
+        if let Some((name, key)) = &self.state_key {
+            pipe.cmd("SET").arg(name).arg(&key[..]).arg("NX");
         }
         match self.query(&pipe).await {
             Ok(()) => self.health.up(&self.options, &self.dirty),

@@ -4,7 +4,8 @@
 //! written on one node is resumed on another with every frame once, then followed live
 //! (RESUME-5), never a ring of another session (RESUME-6), and the resume cuts the
 //! writer's old connection (RESUME-14); Redis lost fails only what needs it, with 503,
-//! a frame lost meanwhile is a gap, and service comes back by itself.
+//! a frame lost meanwhile is a gap, and service comes back by itself; every node reads
+//! the same `requestState` key (MODERN-23).
 
 mod common;
 
@@ -532,6 +533,49 @@ async fn the_driver_ends_when_its_service_is_gone() {
             redis.command(&["CLIENT", "LIST"]).lines().count() <= 1
         })
         .await;
+    })
+    .await;
+}
+
+/// MODERN-23: every store on one Redis (and prefix) reads the same `requestState` key,
+/// whichever drew first; another prefix is another cluster with its own key; a value
+/// that is not a 32-byte key is a clear error, not a key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_23_every_node_reads_the_same_state_key() {
+    bounded(LIMIT, async {
+        let redis = redis();
+        let seal = |key: &mcpwire::app::StateKey| key.seal("tools/call", "t", "state");
+        let mut sealed = Vec::new();
+        for seed in [1, 2, 3] {
+            let mut store = RedisStore::connect(&redis.url(), RedisOptions::new())
+                .await
+                .unwrap();
+            let key = store
+                .state_key(&mut *mcpwire_tests::server::counter_entropy(seed))
+                .await
+                .unwrap();
+            sealed.push(seal(&key));
+        }
+        assert!(sealed.iter().all(|s| *s == sealed[0]), "{sealed:?}");
+        let mut other = RedisStore::connect(&redis.url(), RedisOptions::new().with_prefix("other"))
+            .await
+            .unwrap();
+        let key = other
+            .state_key(&mut *mcpwire_tests::server::counter_entropy(9))
+            .await
+            .unwrap();
+        assert_ne!(seal(&key), sealed[0]);
+
+        assert_eq!(redis.command(&["SET", "bad:state-key", "short"]), "OK");
+        let mut bad = RedisStore::connect(&redis.url(), RedisOptions::new().with_prefix("bad"))
+            .await
+            .unwrap();
+        let e = bad
+            .state_key(&mut *mcpwire_tests::server::counter_entropy(9))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, RedisStoreError::Unexpected(_)), "{e:?}");
+        assert!(e.to_string().contains("requestState key"), "{e}");
     })
     .await;
 }
