@@ -28,10 +28,14 @@
 //!   apt-get when missing), stopped and restarted on the same port at will.
 //! - [`round_robin`]: a TCP proxy on 127.0.0.1 handing each new connection to the next
 //!   of several upstreams, whose set can change and whose connections can all be cut.
+//! - [`cutting_proxy`] (feature `tokio`): a TCP proxy on tokio that cuts one connection
+//!   in N at a pseudo-random byte, for the chaos tests.
 
 pub mod alloc;
 pub mod cluster;
 pub mod cluster_ops;
+#[cfg(feature = "tokio")]
+pub mod cutting_proxy;
 pub mod pair;
 pub mod redis_server;
 pub mod round_robin;

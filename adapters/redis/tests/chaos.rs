@@ -38,17 +38,15 @@ use mcpwire::client::{self, RequestError};
 use mcpwire::resume::Epoch;
 use mcpwire::server::{Config, NodeId, ResponseMode};
 use mcpwire_redis::{RedisOptions, RedisStore};
+use mcpwire_tests::cutting_proxy::{self, Cuts};
 use mcpwire_tests::redis_server::RedisServer;
 use mcpwire_tests::round_robin::RoundRobin;
 use mcpwire_tests::server::counter_entropy;
-// SplitMix64: the cutting proxy's dice, seeded per connection.
-use mcpwire_tests::splitmix64 as mix;
 use mcpwire_tokio::app::{self, Tools, text_result};
 use mcpwire_tokio::client::{CallError, McpClient, ServerMessage};
 use mcpwire_tokio::server::{McpService, ServeOptions, serve_with};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -224,81 +222,6 @@ impl Drop for NodeProcess {
         // Not a second panic while a failed test unwinds.
         let _ = self.kill();
     }
-}
-
-/// Copies `from` to `to` until EOF, or until `budget` bytes passed (then both close).
-async fn pipe(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    budget: Option<usize>,
-) {
-    let mut buf = [0u8; 4096];
-    let mut left = budget.unwrap_or(usize::MAX);
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let take = n.min(left);
-        if to.write_all(&buf[..take]).await.is_err() {
-            break;
-        }
-        left -= take;
-        if left == 0 {
-            break;
-        }
-    }
-    let _ = to.shutdown().await;
-}
-
-/// A proxy to `upstream` that cuts one connection in `one_in` after a random number of
-/// bytes below `window`, upload or download (a quarter of the cuts upload). The nodes
-/// serve one request per connection, so a cut hits one exchange: its request, its
-/// response head, its priming event, its progress or its answer.
-async fn cutting_proxy(
-    upstream: SocketAddr,
-    one_in: u64,
-    window: u64,
-    cuts: Arc<AtomicU64>,
-) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut n = 0u64;
-        loop {
-            let Ok((inbound, _)) = listener.accept().await else {
-                return;
-            };
-            n += 1;
-            let dice = mix(n);
-            let cut = dice.is_multiple_of(one_in);
-            let at = (mix(dice) % window) as usize;
-            let upload = mix(dice ^ 1).is_multiple_of(4);
-            if cut {
-                cuts.fetch_add(1, Ordering::Relaxed);
-            }
-            tokio::spawn(async move {
-                let Ok(outbound) = TcpStream::connect(upstream).await else {
-                    return;
-                };
-                let _ = inbound.set_nodelay(true);
-                let _ = outbound.set_nodelay(true);
-                let (ri, wi) = inbound.into_split();
-                let (ro, wo) = outbound.into_split();
-                let (up, down) = match (cut, upload) {
-                    (true, true) => (Some(at), None),
-                    (true, false) => (None, Some(at)),
-                    _ => (None, None),
-                };
-                // A cut closes the whole connection, as a broken network does.
-                tokio::select! {
-                    () = pipe(ri, wo, up) => {}
-                    () = pipe(ro, wi, down) => {}
-                }
-            });
-        }
-    });
-    addr
 }
 
 /// What the run shares between its clients and its conductor, and what it saw.
@@ -575,7 +498,11 @@ async fn resume_5_resume_14_session_7_chaos_over_three_nodes_with_one_killed_and
         }
         let balancer = RoundRobin::start(nodes.iter().map(|n| n.addr).collect());
         let cuts = Arc::new(AtomicU64::new(0));
-        let proxy = cutting_proxy(balancer.addr(), 3, 1_024, Arc::clone(&cuts)).await;
+        let cutting = Cuts {
+            one_in: 3,
+            window: 1_024,
+        };
+        let proxy = cutting_proxy::start(balancer.addr(), cutting, Arc::clone(&cuts)).await;
         let uri: http::Uri = format!("http://{proxy}/mcp").parse().unwrap();
         let mut tasks: Vec<JoinHandle<()>> = (0..clients)
             .map(|c| tokio::spawn(client_run(c, calls, uri.clone(), Arc::clone(&run))))

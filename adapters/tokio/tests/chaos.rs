@@ -14,96 +14,19 @@ use std::time::Duration;
 
 use mcpwire::client::{self, RequestError};
 use mcpwire::server::{Config, ResponseMode};
+use mcpwire_tests::cutting_proxy::{self, Cuts};
 use mcpwire_tests::server::counter_entropy;
-// SplitMix64: the proxy's dice, seeded per connection.
-use mcpwire_tests::splitmix64 as mix;
 use mcpwire_tokio::app::{self, Tools, text_result};
 use mcpwire_tokio::client::{CallError, McpClient, ServerMessage};
 use mcpwire_tokio::server::serve;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// Copies `from` to `to` until EOF, or until `budget` bytes passed (then both close).
-async fn pipe(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    budget: Option<usize>,
-) {
-    let mut buf = [0u8; 4096];
-    let mut left = budget.unwrap_or(usize::MAX);
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let take = n.min(left);
-        if to.write_all(&buf[..take]).await.is_err() {
-            break;
-        }
-        left -= take;
-        if left == 0 {
-            break;
-        }
-    }
-    let _ = to.shutdown().await;
-}
-
-/// A proxy to `upstream` that cuts one connection in `one_in` after a random number of
-/// bytes below `window`, upload or download. The client pools its connections, so one
-/// connection carries many exchanges: a wide window spreads the cuts over all of them.
-async fn proxy(
-    upstream: std::net::SocketAddr,
-    one_in: u64,
-    window: u64,
-    cuts: Arc<AtomicU64>,
-) -> std::net::SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut n = 0u64;
-        loop {
-            let Ok((inbound, _)) = listener.accept().await else {
-                return;
-            };
-            n += 1;
-            let dice = mix(n);
-            let cut = dice % one_in == 0;
-            let at = (mix(dice) % window) as usize;
-            let upload = mix(dice ^ 1) % 4 == 0;
-            if cut {
-                cuts.fetch_add(1, Ordering::Relaxed);
-            }
-            tokio::spawn(async move {
-                let Ok(outbound) = TcpStream::connect(upstream).await else {
-                    return;
-                };
-                let _ = inbound.set_nodelay(true);
-                let _ = outbound.set_nodelay(true);
-                let (ri, wi) = inbound.into_split();
-                let (ro, wo) = outbound.into_split();
-                let (up, down) = match (cut, upload) {
-                    (true, true) => (Some(at), None),
-                    (true, false) => (None, Some(at)),
-                    _ => (None, None),
-                };
-                // A cut closes the whole connection, as a broken network does: when one
-                // direction ends, both sockets go.
-                tokio::select! {
-                    () = pipe(ri, wo, up) => {}
-                    () = pipe(ro, wi, down) => {}
-                }
-            });
-        }
-    });
-    addr
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -137,7 +60,13 @@ async fn chaos_every_call_gets_exactly_its_one_result() {
     let service = app::mount_sharded(4, config, counter_entropy(11), Arc::new(tools));
     tokio::spawn(serve(listener, service.clone()));
     let cuts = Arc::new(AtomicU64::new(0));
-    let addr = proxy(upstream, 1, 8_192, Arc::clone(&cuts)).await;
+    // The client pools its connections, so one connection carries many exchanges: a
+    // wide window spreads the cuts over all of them.
+    let cutting = Cuts {
+        one_in: 1,
+        window: 8_192,
+    };
+    let addr = cutting_proxy::start(upstream, cutting, Arc::clone(&cuts)).await;
     let uri: http::Uri = format!("http://{addr}/mcp").parse().unwrap();
 
     let retried = Arc::new(AtomicU64::new(0));
