@@ -544,36 +544,22 @@ async fn the_driver_ends_when_its_service_is_gone() {
 async fn modern_23_every_node_reads_the_same_state_key() {
     bounded(LIMIT, async {
         let redis = redis();
-        let seal = |key: &mcpwire::app::StateKey| key.seal("tools/call", "t", "state");
-        let mut sealed = Vec::new();
-        for seed in [1, 2, 3] {
-            let mut store = RedisStore::connect(&redis.url(), RedisOptions::new())
-                .await
-                .unwrap();
-            let key = store
-                .state_key(&mut *mcpwire_tests::server::counter_entropy(seed))
-                .await
-                .unwrap();
-            sealed.push(seal(&key));
+        // What the key of a store under `prefix`, drawing from `seed`, seals.
+        let sealed = async |prefix: &str, seed: u64| {
+            let options = RedisOptions::new().with_prefix(prefix);
+            let mut store = RedisStore::connect(&redis.url(), options).await.unwrap();
+            let mut entropy = mcpwire_tests::server::counter_entropy(seed);
+            let key = store.state_key(&mut *entropy).await?;
+            Ok::<_, RedisStoreError>(key.seal("tools/call", "t", "state"))
+        };
+        let first = sealed("mcpwire", 1).await.unwrap();
+        for seed in [2, 3] {
+            assert_eq!(sealed("mcpwire", seed).await.unwrap(), first);
         }
-        assert!(sealed.iter().all(|s| *s == sealed[0]), "{sealed:?}");
-        let mut other = RedisStore::connect(&redis.url(), RedisOptions::new().with_prefix("other"))
-            .await
-            .unwrap();
-        let key = other
-            .state_key(&mut *mcpwire_tests::server::counter_entropy(9))
-            .await
-            .unwrap();
-        assert_ne!(seal(&key), sealed[0]);
+        assert_ne!(sealed("other", 9).await.unwrap(), first);
 
         assert_eq!(redis.command(&["SET", "bad:state-key", "short"]), "OK");
-        let mut bad = RedisStore::connect(&redis.url(), RedisOptions::new().with_prefix("bad"))
-            .await
-            .unwrap();
-        let e = bad
-            .state_key(&mut *mcpwire_tests::server::counter_entropy(9))
-            .await
-            .unwrap_err();
+        let e = sealed("bad", 9).await.unwrap_err();
         assert!(matches!(e, RedisStoreError::Unexpected(_)), "{e:?}");
         assert!(e.to_string().contains("requestState key"), "{e}");
     })
