@@ -813,3 +813,112 @@ fn session_7_resume_5_a_node_ahead_of_anothers_writes_waits_for_them() {
     c.pump();
     assert_eq!(progress_values(&c.nodes[1].reply(r)), [2]);
 }
+
+/// A legacy HTTP+SSE client behind a balancer: its stream on node 0, its POSTs on any
+/// node. Each POST is 202 where it lands and handled by the node that holds the stream,
+/// whose answers travel on it (LEGACY-3, LEGACY-4): a request, a notification, and the
+/// client's response to a request of the server. A session-era request naming the
+/// session is 404 on every node, as where it lives. When the stream ends, the session
+/// ends on every node: a POST after it is 404 wherever it lands.
+#[test]
+fn legacy_3_legacy_4_a_legacy_clients_posts_reach_the_node_that_holds_its_stream() {
+    let legacy = || Config::new().with_legacy(Some(mcpwire::server::LegacyPaths::default()));
+    let mut c = Cluster::new(3, legacy);
+    let stream = c.nodes[0].send(
+        Harness::head("GET", "/sse", &[("accept", "text/event-stream")]),
+        None,
+    );
+    c.pump();
+    let endpoint = c.nodes[0].reply(stream).events()[0].data().to_owned();
+    let sid = endpoint
+        .strip_prefix("/messages?sessionId=")
+        .expect(&endpoint)
+        .to_owned();
+    let legacy_post = |c: &mut Cluster, node: usize, body: &str| {
+        let head = Harness::head("POST", &endpoint, &[("content-type", "application/json")]);
+        let x = c.nodes[node].send(head, Some(body));
+        c.pump();
+        c.nodes[node].reply(x).status()
+    };
+    // Every request on another node than the stream's, the first before its record
+    // would have landed (the store's writes are held, as behind a slow network).
+    c.hold_writes();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let x = c.nodes[1].send(
+        Harness::head("POST", &endpoint, &[("content-type", "application/json")]),
+        Some(init),
+    );
+    c.pump();
+    c.advance(Duration::from_millis(30));
+    c.release_writes();
+    c.advance(Duration::from_millis(100));
+    assert_eq!(c.nodes[1].reply(x).status(), 202);
+    assert!(
+        c.nodes[1]
+            .take_events()
+            .iter()
+            .all(|e| !matches!(e, Event::Request(_))),
+        "the node without the stream runs nothing"
+    );
+    let request = c.nodes[0].take_request();
+    assert_eq!(request.id().as_int(), Some(1));
+    c.nodes[0].answer(&request, r#"{"protocolVersion":"2024-11-05","capabilities":{},"serverInfo":{"name":"h","version":"1"}}"#);
+    c.pump();
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(legacy_post(&mut c, 2, initialized), 202);
+    assert_eq!(legacy_post(&mut c, 1, CALL), 202);
+    let call = c.nodes[0].take_request();
+    assert_eq!(call.id().as_int(), Some(7));
+    // The server asks the client something; the client's answer lands on node 2.
+    let s = session_on(&mut c, 0, &sid);
+    let now = c.nodes[0].now;
+    let asked = c.nodes[0]
+        .server
+        .request(now, Target::Session(s), "roots/list", None, None)
+        .expect("a request on the stream");
+    c.pump();
+    let on_stream = c.nodes[0].reply(stream).messages().last().unwrap()["id"].clone();
+    assert_eq!(on_stream, serde_json::json!(asked.as_int().unwrap()));
+    let answer = format!(r#"{{"jsonrpc":"2.0","id":{on_stream},"result":{{"roots":[]}}}}"#);
+    assert_eq!(legacy_post(&mut c, 2, &answer), 202);
+    let answered = c.nodes[0]
+        .take_events()
+        .into_iter()
+        .any(|e| matches!(e, Event::Response { message, .. } if message.id() == Some(&asked)));
+    assert!(answered, "the client's answer reached the node that asked");
+    c.nodes[0].answer(&call, r#"{"content":[]}"#);
+    c.pump();
+    let ids: Vec<serde_json::Value> = c.nodes[0]
+        .reply(stream)
+        .messages()
+        .iter()
+        .filter(|m| m.get("result").is_some())
+        .map(|m| m["id"].clone())
+        .collect();
+    assert_eq!(ids, [serde_json::json!(1), serde_json::json!(7)]);
+    // Not a session of the session era, on any node.
+    for node in 0..3 {
+        let x = post(&mut c, node, Some(&sid), CALL);
+        assert_eq!(c.nodes[node].reply(x).status(), 404, "node {node}");
+    }
+
+    // The stream ends: so does the session, everywhere.
+    disconnect(&mut c.nodes[0], stream);
+    c.pump();
+    let after: Vec<_> = (0..3)
+        .map(|node| {
+            let head = Harness::head("POST", &endpoint, &[("content-type", "application/json")]);
+            c.nodes[node].send(head, Some(CALL))
+        })
+        .collect();
+    c.pump();
+    // A node that no longer holds it asks the store again within the grace first.
+    wait_out_the_grace(&mut c);
+    for (node, x) in after.into_iter().enumerate() {
+        assert_eq!(c.nodes[node].reply(x).status(), 404, "node {node}");
+    }
+    assert!(
+        c.store.sessions.is_empty(),
+        "the record is deleted with the session"
+    );
+}

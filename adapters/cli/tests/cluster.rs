@@ -106,6 +106,30 @@ fn session_7_resume_9_resume_14_the_ts_client_across_three_nodes() {
     }
 }
 
+/// LEGACY-3, LEGACY-4 across three nodes: the SDK's HTTP+SSE client (2024-11-05) holds
+/// its stream on one node and POSTs each message on the next; every POST is 202 where
+/// it lands, the node that holds the stream handles it, and every answer (initialize,
+/// tools/list, echo, `slow_count` with its progress) arrives on the stream. The nodes
+/// answer over one connection each (no keep-alive), so no POST lands where the stream is
+/// held but by turn.
+#[test]
+fn legacy_3_legacy_4_the_ts_sse_client_across_three_nodes() {
+    let redis = RedisServer::start();
+    let nodes = nodes(&redis, 3, &[]);
+    let proxy = proxy(&nodes);
+    let got = ts_client(&format!("http://{}/sse", proxy.addr()), "legacy");
+    // The script checks the five POSTs were 202 and the one stream 200.
+    assert_eq!(got["mode"], "legacy", "{got}");
+    assert_eq!(got["exchanges"], 6, "{got}");
+    assert!(got["progress"].as_u64() >= Some(3), "{got}");
+    assert_eq!(got["wireProgress"], 4, "{got}");
+    assert!(
+        proxy.connections() >= 6,
+        "the stream and five POSTs, each on a new connection ({} in all)",
+        proxy.connections()
+    );
+}
+
 /// `mcpwire call` at 2025-11-25 across three nodes, every request on the next one, its
 /// stream closed after each priming event (RESUME-9): the handshake, then `slow_count`
 /// with every progress step once and its result, each resume on another node; with

@@ -146,8 +146,8 @@ impl Server {
         let e = self.exchanges.get_mut(&x).expect("exchange exists");
         e.session = Some(s);
         self.sessions.get_mut(&s).expect("new session").exchanges += 1;
-        // A legacy session lives on the node that holds its stream.
-        if self.is_node() && !legacy {
+        // A legacy session's record tells the other nodes where its POSTs go.
+        if self.is_node() {
             self.share_new_session(now, s);
         }
         Ok(s)

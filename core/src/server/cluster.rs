@@ -25,6 +25,11 @@
 //!   its copy go (idle here, or evicted to make room) only forgets the copy. DELETE on any
 //!   node ends the session everywhere: its record and rings are deleted
 //!   ([`StoreOp::DeleteSession`]) and every node is told.
+//! - **Legacy HTTP+SSE sessions** (2024-11-05) have a record too, but their stream cannot
+//!   move: the node that minted the session holds it. A POST to the messages path on
+//!   another node is parsed there, answered 202, and relayed as a notice to the node
+//!   that holds the stream, which handles it as its own POST and answers on the stream
+//!   (LEGACY-4). The session ends everywhere when its stream ends.
 //! - **Streams.** Every frame of a resumable stream is appended to its ring in the store
 //!   too ([`StoreOp::Append`]), in order, as it is written; the node that opened the
 //!   stream is the ring's only writer, and event ids carry that node's
@@ -426,6 +431,10 @@ pub(super) enum Notice {
     /// A message (the JSON text) for `session`'s GET stream, which node `from` does not
     /// hold: the node that holds it writes it.
     Deliver { session: Arc<str>, message: Bytes },
+    /// A message (the JSON text) a legacy HTTP+SSE client of `session` POSTed to node
+    /// `from`, which does not hold the session's stream: the node that holds it handles
+    /// it as if POSTed there, and answers on the stream (LEGACY-4).
+    LegacyPost { session: Arc<str>, message: Bytes },
     /// `session`'s client opened a GET stream on node `from`: any other GET stream of
     /// the session is ended (a session has one, HTTP-GET-3; the newest wins, as a resume
     /// does, RESUME-14).
@@ -454,10 +463,12 @@ impl Sent {
             Notice::GetOpened { session } => format!("{from:x} get {session}").into_bytes(),
             Notice::Response { session, message }
             | Notice::Cancel { session, message }
-            | Notice::Deliver { session, message } => {
+            | Notice::Deliver { session, message }
+            | Notice::LegacyPost { session, message } => {
                 let kind = match self.notice {
                     Notice::Response { .. } => "response",
                     Notice::Cancel { .. } => "cancel",
+                    Notice::LegacyPost { .. } => "legacy",
                     _ => "deliver",
                 };
                 let mut text = format!("{from:x} {kind} {session} ").into_bytes();
@@ -493,11 +504,12 @@ impl Sent {
         }
         let session: Arc<str> = session.into();
         let rest = parts.next();
-        if let ("response" | "cancel" | "deliver", Some(message)) = (kind, rest) {
+        if let ("response" | "cancel" | "deliver" | "legacy", Some(message)) = (kind, rest) {
             let message = Bytes::copy_from_slice(message.as_bytes());
             let notice = match kind {
                 "response" => Notice::Response { session, message },
                 "cancel" => Notice::Cancel { session, message },
+                "legacy" => Notice::LegacyPost { session, message },
                 _ => Notice::Deliver { session, message },
             };
             return Ok(Self { from, notice });
@@ -735,7 +747,9 @@ impl Server {
                 return;
             }
         };
-        let session = match found.filter(|r| !r.legacy) {
+        // A legacy session's record serves the legacy POSTs that name it; a session-era
+        // request naming it is refused when admitted, as on the node that holds it.
+        let session = match found {
             Some(record) => match self.adopt(now, first, wire, record) {
                 Ok(s) => Some(s),
                 Err(refuse) => {
@@ -759,6 +773,18 @@ impl Server {
             match e.route {
                 Route::Get => self.open_get(now, x),
                 Route::Delete => self.delete(now, x),
+                Route::LegacyUnseen => match session.filter(|s| self.sessions[s].legacy) {
+                    Some(s) => {
+                        e.route = Route::LegacyPost(s);
+                        // A body still coming is handled at its end, as any other.
+                        if e.phase == Phase::Parked {
+                            e.phase = Phase::Dispatching;
+                            let body = e.body.take();
+                            self.legacy_post(now, x, s, body);
+                        }
+                    }
+                    None => self.refuse(x, super::refuse::session_not_found()),
+                },
                 // A body still coming is dispatched at its end, as any other.
                 Route::Post if e.phase == Phase::Parked => {
                     e.phase = Phase::Dispatching;
@@ -802,7 +828,14 @@ impl Server {
         } else {
             Handshake::Pending
         };
-        let s = self.insert_session(now, wire.into(), header, record.version, false, peer);
+        let s = self.insert_session(
+            now,
+            wire.into(),
+            header,
+            record.version,
+            record.legacy,
+            peer,
+        );
         let session = self.sessions.get_mut(&s).expect("adopted session");
         session.handshake = handshake;
         session.shared = Some(Box::new(Shared {
@@ -941,10 +974,12 @@ impl Server {
         if let Some(at) = shared.touch_timer {
             self.timers.remove(&(at, Timer::Touch(s)));
         }
+        // A legacy session lives as long as its stream: whatever ends it on the node
+        // that holds the stream (the one that minted it) ends it everywhere.
         let everywhere = matches!(
             reason,
             CloseReason::Deleted | CloseReason::Closed | CloseReason::InitializeFailed
-        );
+        ) || (session.legacy && shared.home == self.store.epoch());
         if !(spread && everywhere) {
             return;
         }
@@ -1010,6 +1045,15 @@ impl Server {
 
     /// Publishes the notice `notice` makes of shared session `s`'s id; nothing for a
     /// session this node does not share.
+    /// A legacy client's message (`raw`, one JSON-RPC message, parsed already) for
+    /// session `s`, whose stream another node holds: that node handles it.
+    pub(super) fn relay_legacy(&mut self, s: SessionId, raw: Bytes) {
+        self.publish_about(s, |session| Notice::LegacyPost {
+            session,
+            message: raw,
+        });
+    }
+
     fn publish_about(&mut self, s: SessionId, notice: impl FnOnce(Arc<str>) -> Notice) {
         let Some(session) = self.sessions.get(&s).filter(|s| s.shared.is_some()) else {
             return;
@@ -1353,6 +1397,17 @@ impl Server {
                     self.write_frame(now, t, text);
                 }
             }
+            Notice::LegacyPost { session, message } => {
+                let (Some(&s), Some(envelope)) =
+                    (self.session_ids.get(&*session), self.envelope_of(message))
+                else {
+                    return;
+                };
+                // Only the node that holds the stream (no echo back).
+                if self.sessions[&s].legacy && self.sessions[&s].get.is_some() {
+                    self.legacy_message(now, None, s, envelope);
+                }
+            }
             Notice::GetOpened { session } => {
                 let get = self
                     .session_ids
@@ -1393,7 +1448,7 @@ impl Server {
                         Some((*self.by_id.get(&(Scope::Session(s), id))?, reason))
                     });
                 if let Some((h, reason)) = open {
-                    self.settle(self.now.unwrap_or_else(Instant::now), h);
+                    self.settle(now, h);
                     self.events
                         .push_back(super::Event::Cancelled { request: h, reason });
                 }
@@ -1515,6 +1570,13 @@ mod tests {
                 from: Epoch::new(1),
                 notice: Notice::GetOpened { session: S.into() },
             },
+            Sent {
+                from: Epoch::new(1),
+                notice: Notice::LegacyPost {
+                    session: S.into(),
+                    message: Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}"),
+                },
+            },
         ]);
         for s in sent {
             assert_eq!(Sent::decode(&s.encode()), Ok(s));
@@ -1526,6 +1588,7 @@ mod tests {
             "7 takeover 0123456789abcdef0123456789abcdef 2:1f",
             "7 takeover 0123456789abcdef0123456789abcdef 21f 0",
             "7 hello 0123456789abcdef0123456789abcdef",
+            "7 legacy 0123456789abcdef0123456789abcdef",
             "07 ended 0123456789abcdef0123456789abcdef deleted",
         ] {
             assert_eq!(Sent::decode(bad.as_bytes()), Err(Malformed), "{bad:?}");

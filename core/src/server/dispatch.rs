@@ -150,8 +150,11 @@ impl Server {
     }
 
     /// A POST to the legacy messages path: 202 once parsed; everything the server
-    /// answers goes on the session's stream (LEGACY-3, LEGACY-4).
+    /// answers goes on the session's stream (LEGACY-3, LEGACY-4). On a cluster node that
+    /// holds a copy of another node's legacy session, the message goes to the node that
+    /// holds its stream ([`Notice::LegacyPost`](super::cluster)).
     pub(super) fn legacy_post(&mut self, now: Instant, x: ExchangeId, s: SessionId, body: Bytes) {
+        let raw = body.clone();
         let parsed = body_text(body).and_then(|text| {
             self.classifier
                 .envelopes(text, ProtocolVersion::V2024_11_05)
@@ -164,13 +167,35 @@ impl Server {
             return self.refuse(x, session_not_found());
         };
         session.last_active = now;
-        let version = session.version;
+        let elsewhere = session.get.is_none() && session.shared.is_some();
         let Envelopes::Single(message) = envelopes else {
             return self.refuse(
                 x,
                 Refuse::new(StatusCode::BAD_REQUEST, "batches are not allowed"),
             );
         };
+        if elsewhere {
+            self.relay_legacy(s, raw);
+        } else {
+            self.legacy_message(now, Some(x), s, message);
+        }
+        self.finish_with(x, empty_head(StatusCode::ACCEPTED), None);
+    }
+
+    /// One message of a legacy session's client, handled by the node that holds its
+    /// stream: POSTed here (`x`), or to another node, which relayed it.
+    pub(super) fn legacy_message(
+        &mut self,
+        now: Instant,
+        x: Option<ExchangeId>,
+        s: SessionId,
+        message: Envelope,
+    ) {
+        let Some(session) = self.sessions.get_mut(&s) else {
+            return;
+        };
+        session.last_active = now;
+        let version = session.version;
         match message.kind() {
             Kind::Request => {
                 if let Err(body) = self.open_request(
@@ -189,7 +214,6 @@ impl Server {
             Kind::Notification => self.notification(now, Some(s), Scope::Session(s), message),
             Kind::Response | Kind::Error => self.client_response(Some(s), message),
         }
-        self.finish_with(x, empty_head(StatusCode::ACCEPTED), None);
     }
 
     /// Hands every message of a body to the application (or the correlation table) and
@@ -234,7 +258,9 @@ impl Server {
             };
             match message.kind() {
                 Kind::Request => {
-                    if let Err(body) = self.open_request(x, session, scope, version, era, message) {
+                    if let Err(body) =
+                        self.open_request(Some(x), session, scope, version, era, message)
+                    {
                         immediate.push(body);
                     }
                 }
@@ -278,10 +304,11 @@ impl Server {
     }
 
     /// Registers one client request and hands it to the application; `Err` is the error
-    /// response to write for it at once.
+    /// response to write for it at once. `x` is the POST that carried it (none for a
+    /// legacy message another node relayed: its answer goes on the stream all the same).
     pub(super) fn open_request(
         &mut self,
-        x: ExchangeId,
+        x: Option<ExchangeId>,
         session: Option<SessionId>,
         scope: Scope,
         version: ProtocolVersion,
@@ -344,14 +371,14 @@ impl Server {
                 session,
                 scope,
                 id: id.clone(),
-                exchange: legacy_stream.is_none().then_some(x),
+                exchange: x.filter(|_| legacy_stream.is_none()),
                 stream: legacy_stream,
                 era,
                 initialize,
             },
         );
         if legacy_stream.is_none()
-            && let Some(e) = self.exchanges.get_mut(&x)
+            && let Some(e) = x.and_then(|x| self.exchanges.get_mut(&x))
         {
             e.requests.push(h);
         }

@@ -106,7 +106,7 @@ impl Server {
             Route::Get => self.open_get(now, x),
             Route::LegacyStream => self.open_legacy(now, x),
             Route::Delete => self.delete(now, x),
-            Route::LegacyPost(_) | Route::Post | Route::Refused => {}
+            Route::LegacyPost(_) | Route::LegacyUnseen | Route::Post | Route::Refused => {}
         }
         x
     }
@@ -123,6 +123,9 @@ impl Server {
             return None;
         }
         let e = &self.exchanges[&x];
+        if e.route == Route::LegacyUnseen {
+            return legacy_session_id(&head.uri).map(Into::into);
+        }
         let sessionless =
             matches!(&e.headers.version, VersionHeader::Known(v) if !v.uses_initialize());
         if e.headers.session != SessionHeader::Unknown
@@ -190,14 +193,16 @@ impl Server {
                     "content-type must be application/json",
                 ));
             }
-            let session = head
-                .uri
-                .query()
-                .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("sessionId=")))
+            let id = legacy_session_id(&head.uri);
+            let session = id
                 .and_then(|id| self.session_ids.get(id).copied())
                 .filter(|s| self.sessions.get(s).is_some_and(|s| s.legacy));
             return match session {
                 Some(s) => Ok(Route::LegacyPost(s)),
+                // Perhaps another node's: loaded before it is served.
+                None if self.is_node() && id.is_some_and(super::cluster::is_session_id) => {
+                    Ok(Route::LegacyUnseen)
+                }
                 None => Err(session_not_found()),
             };
         }
@@ -316,7 +321,11 @@ impl Server {
         match e.route {
             Route::Post => self.post(now, x, body),
             Route::LegacyPost(s) => self.legacy_post(now, x, s, body),
-            Route::Get | Route::LegacyStream | Route::Delete | Route::Refused => {}
+            Route::Get
+            | Route::LegacyStream
+            | Route::LegacyUnseen
+            | Route::Delete
+            | Route::Refused => {}
         }
     }
 
@@ -329,6 +338,13 @@ impl Server {
         self.clock(now);
         self.forget_exchange(exchange);
     }
+}
+
+/// The `sessionId` of a legacy POST's query (LEGACY-3), if it has one.
+fn legacy_session_id(uri: &http::Uri) -> Option<&str> {
+    uri.query()?
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("sessionId="))
 }
 
 #[cfg(test)]

@@ -27,6 +27,9 @@ pub(super) enum Route {
     Delete,
     /// POST to the legacy messages path, for this session.
     LegacyPost(SessionId),
+    /// POST to the legacy messages path naming a session this node does not hold
+    /// (cluster nodes): parked while its record is loaded, then a `LegacyPost`.
+    LegacyUnseen,
     /// Already answered at the head (a refusal); the body is ignored.
     Refused,
 }
