@@ -10,12 +10,17 @@
 //! connections in order: every SSE body decodes, progress arrives in increasing order
 //! and never twice, the answer at most once (RESUME-5, RESUME-14: never delivered
 //! twice); and once the answer arrived, every progress step sent before it arrived too
-//! (never lost).
+//! (never lost). Legacy HTTP+SSE clients (LEGACY-3, LEGACY-4) hold their stream on one
+//! node and POST on any: every POST is 202, 404 or 503, and a stream carries only
+//! answers to requests POSTed in its session, each at most once.
 
 use arbitrary::Unstructured;
 use bytes::Bytes;
+use mcpwire::Era;
 use mcpwire::jsonrpc::RawJson;
-use mcpwire::server::{Config, Event, ExchangeId, RequestHandle, ResponseMode, StoreInput, Target};
+use mcpwire::server::{
+    Config, Event, ExchangeId, LegacyPaths, RequestHandle, ResponseMode, StoreInput, Target,
+};
 
 use crate::cluster::Cluster;
 use crate::server::{Harness, Reply};
@@ -52,6 +57,12 @@ pub enum Op {
     Advance(u8),
     /// Node `.0` is killed (never the last one alive).
     Kill(u8),
+    /// A legacy client opens its stream on node `.0`.
+    LegacyOpen(u8),
+    /// Legacy stream `.1`'s client POSTs a request on node `.0`.
+    LegacyPost(u8, u8),
+    /// Legacy stream `.0` goes away.
+    LegacyClose(u8),
 }
 
 /// The ops `data` makes (at most [`MAX_OPS`]).
@@ -62,8 +73,8 @@ pub fn ops(data: &[u8]) -> (u8, Vec<Op>) {
     let mut ops = vec![Op::Initialize(0), Op::Call(0, 0)];
     while ops.len() < MAX_OPS && !u.is_empty() {
         // Weighted towards what moves a call: progress, losing and resuming its stream.
-        const KINDS: [u8; 20] = [
-            0, 0, 1, 1, 2, 2, 2, 3, 4, 4, 5, 5, 5, 6, 7, 8, 9, 10, 11, 12,
+        const KINDS: [u8; 24] = [
+            0, 0, 1, 1, 2, 2, 2, 3, 4, 4, 5, 5, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 14, 15,
         ];
         let Ok(kind) = u.choose(&KINDS).copied() else {
             break;
@@ -86,7 +97,10 @@ pub fn ops(data: &[u8]) -> (u8, Vec<Op>) {
             9 => Op::Garbage(b(&mut u), bytes(&mut u)),
             10 => Op::Corrupt(b(&mut u), bytes(&mut u)),
             11 => Op::Advance(b(&mut u)),
-            _ => Op::Kill(b(&mut u)),
+            12 => Op::Kill(b(&mut u)),
+            13 => Op::LegacyOpen(b(&mut u)),
+            14 => Op::LegacyPost(b(&mut u), b(&mut u)),
+            _ => Op::LegacyClose(b(&mut u)),
         });
     }
     (nodes, ops)
@@ -133,11 +147,38 @@ impl Conn {
     }
 }
 
-/// Plays `ops` on `nodes` nodes; the first violation found, if any.
-pub fn run(nodes: u8, ops: &[Op]) -> Result<(), String> {
+/// One legacy HTTP+SSE client: its stream, and the ids of the requests it POSTed.
+struct Legacy {
+    node: usize,
+    x: ExchangeId,
+    /// The messages path with its `sessionId`, from the `endpoint` event.
+    endpoint: String,
+    posted: Vec<u64>,
+}
+
+/// What a run's clients received in the end, so that a test can tell the model moved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// Calls answered.
+    pub answered: usize,
+    /// Legacy requests answered on their streams.
+    pub legacy_answered: usize,
+}
+
+/// Plays `ops` on `nodes` nodes; what the clients saw, or the first violation found.
+///
+/// # Errors
+/// The first violation.
+pub fn run(nodes: u8, ops: &[Op]) -> Result<Seen, String> {
     let n = usize::from(nodes.clamp(2, 3));
-    let mut c = Cluster::new(n, || Config::new().with_response_mode(ResponseMode::Sse));
+    let mut c = Cluster::new(n, || {
+        Config::new()
+            .with_response_mode(ResponseMode::Sse)
+            .with_legacy(Some(LegacyPaths::default()))
+    });
     let mut sessions: Vec<String> = Vec::new();
+    let mut legacies: Vec<Legacy> = Vec::new();
+    let mut next_legacy_id = 1_000u64;
     let mut calls: Vec<Call> = Vec::new();
     let mut alive = vec![true; n];
     let (mut store_up, mut holding) = (true, false);
@@ -300,6 +341,70 @@ pub fn run(nodes: u8, ops: &[Op]) -> Result<(), String> {
             Op::Advance(ticks) => {
                 c.advance(std::time::Duration::from_millis(10 * u64::from(*ticks)));
             }
+            Op::LegacyOpen(node) => {
+                let node = pick(*node);
+                if !alive[node] {
+                    continue;
+                }
+                let head = Harness::head("GET", "/sse", &[("accept", "text/event-stream")]);
+                let x = c.nodes[node].send(head, None);
+                c.pump();
+                let reply = c.nodes[node].reply(x);
+                if reply.status() == 200 {
+                    let endpoint = reply
+                        .events()
+                        .first()
+                        .ok_or("no endpoint event")?
+                        .data()
+                        .to_owned();
+                    legacies.push(Legacy {
+                        node,
+                        x,
+                        endpoint,
+                        posted: Vec::new(),
+                    });
+                }
+            }
+            Op::LegacyPost(node, legacy) => {
+                let node = pick(*node);
+                let len = legacies.len();
+                if !alive[node] || len == 0 {
+                    continue;
+                }
+                let legacy = &mut legacies[usize::from(*legacy) % len];
+                let id = next_legacy_id;
+                next_legacy_id += 1;
+                let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+                let head = Harness::head(
+                    "POST",
+                    &legacy.endpoint,
+                    &[("content-type", "application/json")],
+                );
+                let x = c.nodes[node].send(head, Some(&body));
+                c.pump();
+                legacy.posted.push(id);
+                match c.nodes[node].reply(x).head.map(|h| h.status.as_u16()) {
+                    // Still waiting for the store (within the grace) is fine too.
+                    None | Some(202 | 404 | 503) => {}
+                    Some(status) => {
+                        return Err(format!("after {op:?}: a legacy POST got {status}"));
+                    }
+                }
+            }
+            Op::LegacyClose(legacy) => {
+                let len = legacies.len();
+                if len == 0 {
+                    continue;
+                }
+                let legacy = &legacies[usize::from(*legacy) % len];
+                if alive[legacy.node] {
+                    let (node, x) = (legacy.node, legacy.x);
+                    let now = c.nodes[node].now;
+                    c.nodes[node].server.handle_disconnect(now, x);
+                    c.nodes[node].drain();
+                    c.pump();
+                }
+            }
             Op::Kill(node) => {
                 let node = pick(*node);
                 if alive[node] && alive.iter().filter(|a| **a).count() > 1 {
@@ -321,15 +426,44 @@ pub fn run(nodes: u8, ops: &[Op]) -> Result<(), String> {
         for call in &calls {
             check(&c, call).map_err(|e| format!("after {op:?}: call {}: {e}", call.id))?;
         }
+        for legacy in &legacies {
+            check_legacy(&c, legacy)
+                .map_err(|e| format!("after {op:?}: {}: {e}", legacy.endpoint))?;
+        }
     }
-    Ok(())
+    let answered = calls
+        .iter()
+        .filter(|call| {
+            call.conns.iter().any(|conn| {
+                let reply = conn.reply(&c);
+                reply.head.is_some()
+                    && is_sse(&reply)
+                    && reply.messages().iter().any(|m| m["id"] == call.id)
+            })
+        })
+        .count();
+    let legacy_answered = legacies
+        .iter()
+        .map(|l| {
+            c.nodes[l.node]
+                .reply(l.x)
+                .messages()
+                .iter()
+                .filter(|m| m.get("id").is_some())
+                .count()
+        })
+        .sum();
+    Ok(Seen {
+        answered,
+        legacy_answered,
+    })
 }
 
 /// Runs the ops `data` makes.
 ///
 /// # Errors
 /// The first violation.
-pub fn run_bytes(data: &[u8]) -> Result<(), String> {
+pub fn run_bytes(data: &[u8]) -> Result<Seen, String> {
     let (nodes, ops) = ops(data);
     run(nodes, &ops)
 }
@@ -390,9 +524,37 @@ fn drop_requests(h: &mut Harness, calls: &mut [Call], node: usize) {
             Event::SessionClosed { .. } => {
                 // Its calls' sends are refused from now on, which `Progress` notices.
             }
+            // A legacy client's request is answered at once, on its stream.
+            Event::Request(request) if request.era() == Era::HttpSse => {
+                let result = RawJson::new(r#"{"tools":[]}"#).expect("JSON");
+                let _ = h.server.respond(h.now, request.handle(), &result);
+            }
             _ => {}
         }
     }
+}
+
+/// What a legacy client saw on its stream: every answer to a request it POSTed in its
+/// session, each at most once, and nothing else with an id.
+fn check_legacy(c: &Cluster, legacy: &Legacy) -> Result<(), String> {
+    let reply = c.nodes[legacy.node].reply(legacy.x);
+    let mut seen = Vec::new();
+    for m in reply.messages() {
+        let Some(id) = m.get("id") else {
+            continue;
+        };
+        let id = id
+            .as_u64()
+            .ok_or_else(|| format!("an id that is not ours: {m}"))?;
+        if !legacy.posted.contains(&id) {
+            return Err(format!("an answer to {id}, which this client never sent"));
+        }
+        if seen.contains(&id) {
+            return Err(format!("{id} answered twice"));
+        }
+        seen.push(id);
+    }
+    Ok(())
 }
 
 /// The last event id the call's client saw, over its connections.
