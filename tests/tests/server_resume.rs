@@ -603,3 +603,64 @@ fn http_get_6_the_server_may_close_the_get_stream_after_retry_and_the_client_res
         "notifications/message"
     );
 }
+
+/// One call of `sid` answered and read to its end; the priming event's id.
+fn finished_call(h: &mut Harness, sid: &str, id: u32) -> String {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"slow"}}}}"#
+    );
+    let x = h.post(Some(sid), Some(V3), &body);
+    let request = h.take_request();
+    h.answer(&request, "{}");
+    let priming = h.reply(x).events()[0].id().to_owned();
+    assert!(!priming.is_empty(), "call {id}: a resumable stream");
+    priming
+}
+
+/// Linger, §14.2: at the store's bounds a new stream is still resumable: the oldest
+/// finished stream no connection reads gives its ring up (of the session at the
+/// session's bound, of any session at the store's). A session making more calls within
+/// a linger than it may keep rings loses only its oldest streams' frames, never the
+/// newest's; a stream still open keeps its ring whatever comes.
+#[test]
+fn linger_14_2_at_the_ring_bounds_the_oldest_finished_stream_makes_room() {
+    let limits = StoreLimits::new()
+        .with_max_rings(6)
+        .with_max_rings_per_session(3);
+    let mut h = Harness::new(sse().with_store_limits(limits));
+    let (sid, _) = h.initialize(V3);
+    // A stream that stays open through it all.
+    let open = h.post(Some(&sid), Some(V3), CALL);
+    let running = h.take_request();
+    let open_priming = h.reply(open).events()[0].id().to_owned();
+    let primings: Vec<String> = (1..=5).map(|i| finished_call(&mut h, &sid, i)).collect();
+    let resumes = |h: &mut Harness, sid: &str, after: &str| {
+        let g = h.get(sid, Some(after));
+        h.reply(g).status()
+    };
+    // The two newest finished streams of the session are kept, the older ones gave way.
+    assert_eq!(resumes(&mut h, &sid, &primings[4]), 200);
+    assert_eq!(resumes(&mut h, &sid, &primings[3]), 200);
+    for old in &primings[..3] {
+        assert_eq!(resumes(&mut h, &sid, old), 400, "{old}");
+    }
+    // The store's bound (in SSE mode an `initialize` answer is a stream too): the
+    // other sessions' streams take the three rings left, and then the oldest finished
+    // stream of any session gives way.
+    let (other, _) = h.initialize(V3);
+    let o1 = finished_call(&mut h, &other, 1);
+    let (third, _) = h.initialize(V3);
+    let t1 = finished_call(&mut h, &third, 1);
+    assert_eq!(
+        resumes(&mut h, &sid, &primings[3]),
+        400,
+        "the oldest of all"
+    );
+    assert_eq!(resumes(&mut h, &sid, &primings[4]), 200);
+    assert_eq!(resumes(&mut h, &other, &o1), 200);
+    assert_eq!(resumes(&mut h, &third, &t1), 200);
+    // The open stream was never taken: its client resumes it and gets the answer.
+    h.answer(&running, "{}");
+    let g = h.get(&sid, Some(&open_priming));
+    assert_eq!(h.reply(g).messages().last().unwrap()["id"], 7);
+}

@@ -18,7 +18,7 @@ use super::refuse::{empty_head, json_head};
 use super::state::{Carries, Phase, Stream, StreamKind, Timer};
 use crate::ProtocolVersion;
 use crate::jsonrpc::{EncodeError, ErrorCode, Outgoing, RequestId, ToJson};
-use crate::resume::{EventStore, RingId};
+use crate::resume::{EventStore, RingId, StoreError};
 use crate::sse::{Encoder, EventFields, EventType};
 
 /// The heartbeat: an empty SSE comment, which every decoder ignores (SSE-PARSE-7).
@@ -581,7 +581,7 @@ impl Server {
             && !sess.legacy
         {
             primed = sess.version >= ProtocolVersion::V2025_11_25;
-            ring = self.store.open_ring(&s).ok();
+            ring = self.open_ring(s);
         }
         if let Some(s) = session
             && let Some(sess) = self.sessions.get_mut(&s)
@@ -605,6 +605,36 @@ impl Server {
             },
         );
         t
+    }
+
+    /// A ring for a new stream of `s`. At the store's bounds the oldest finished stream
+    /// that no connection reads gives its ring up first (of `s` at the session's bound,
+    /// of any session at the store's): a stream just opened is far likelier to be
+    /// resumed than one that ended long ago, whose client most likely read it all.
+    /// `None` (the stream is not resumable) only when every ring is still in use.
+    fn open_ring(&mut self, s: SessionId) -> Option<RingId> {
+        // At most one eviction per bound: the session's, then the store's.
+        for _ in 0..3 {
+            let oldest = match self.store.open_ring(&s) {
+                Ok(ring) => return Some(ring),
+                Err(StoreError::TooManySessionRings { .. }) => {
+                    let session = self.sessions.get(&s)?;
+                    session
+                        .streams
+                        .iter()
+                        .copied()
+                        .find(|t| self.streams.get(t).is_some_and(Stream::lingers))
+                }
+                Err(StoreError::TooManyRings { .. }) => self
+                    .streams
+                    .iter()
+                    .find(|(_, stream)| stream.lingers())
+                    .map(|(t, _)| *t),
+                Err(_) => None,
+            };
+            self.remove_stream(oldest?);
+        }
+        None
     }
 
     /// The SSE response head (SSE-ENC-1, SSE-ENC-10).

@@ -297,6 +297,14 @@ pub(super) struct Stream {
     pub(super) since: Option<u64>,
 }
 
+impl Stream {
+    /// Finished, read by no connection, its frames kept for a resume (until its linger
+    /// passes, or a newer stream needs its place).
+    pub(super) fn lingers(&self) -> bool {
+        self.done && self.conn.is_none() && self.ring.is_some()
+    }
+}
+
 /// Where a request id must be unique (JSONRPC-3): its session, or, with no session,
 /// the exchange whose body carried it. Sessions order before exchanges, so a session's
 /// requests are one range of the id index.
