@@ -777,18 +777,7 @@ impl Server {
             match e.route {
                 Route::Get => self.open_get(now, x),
                 Route::Delete => self.delete(now, x),
-                Route::LegacyUnseen => match session.filter(|s| self.sessions[s].legacy) {
-                    Some(s) => {
-                        e.route = Route::LegacyPost(s);
-                        // A body still coming is handled at its end, as any other.
-                        if e.phase == Phase::Parked {
-                            e.phase = Phase::Dispatching;
-                            let body = e.body.take();
-                            self.legacy_post(now, x, s, body);
-                        }
-                    }
-                    None => self.refuse(x, super::refuse::session_not_found()),
-                },
+                Route::LegacyUnseen => self.legacy_loaded(now, x, session),
                 // A body still coming is dispatched at its end, as any other.
                 Route::Post if e.phase == Phase::Parked => {
                     e.phase = Phase::Dispatching;
@@ -797,6 +786,26 @@ impl Server {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// A legacy POST that waited for the record of the session it names: served as any
+    /// legacy POST (once its body is complete), or 404 unless the record was a legacy
+    /// session's.
+    fn legacy_loaded(&mut self, now: Instant, x: ExchangeId, session: Option<SessionId>) {
+        let legacy = session.filter(|s| self.sessions.get(s).is_some_and(|s| s.legacy));
+        let Some(s) = legacy else {
+            return self.refuse(x, super::refuse::session_not_found());
+        };
+        let Some(e) = self.exchanges.get_mut(&x) else {
+            return;
+        };
+        e.route = Route::LegacyPost(s);
+        // A body still coming is handled at its end, as any other.
+        if e.phase == Phase::Parked {
+            e.phase = Phase::Dispatching;
+            let body = e.body.take();
+            self.legacy_post(now, x, s, body);
         }
     }
 
@@ -1047,8 +1056,6 @@ impl Server {
         });
     }
 
-    /// Publishes the notice `notice` makes of shared session `s`'s id; nothing for a
-    /// session this node does not share.
     /// A legacy client's message (`raw`, one JSON-RPC message, parsed already) for
     /// session `s`, whose stream another node holds: that node handles it.
     pub(super) fn relay_legacy(&mut self, s: SessionId, raw: Bytes) {
@@ -1058,6 +1065,8 @@ impl Server {
         });
     }
 
+    /// Publishes the notice `notice` makes of shared session `s`'s id; nothing for a
+    /// session this node does not share.
     fn publish_about(&mut self, s: SessionId, notice: impl FnOnce(Arc<str>) -> Notice) {
         let Some(session) = self.sessions.get(&s).filter(|s| s.shared.is_some()) else {
             return;
@@ -1408,7 +1417,8 @@ impl Server {
                     return;
                 };
                 // Only the node that holds the stream (no echo back).
-                if self.sessions[&s].legacy && self.sessions[&s].get.is_some() {
+                let holds = self.sessions.get(&s);
+                if holds.is_some_and(|s| s.legacy && s.get.is_some()) {
                     self.legacy_message(now, None, s, envelope);
                 }
             }
