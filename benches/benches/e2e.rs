@@ -48,8 +48,7 @@
 //! stream. Timed: from sending the GET until the replayed result (its JSON-RPC id checked)
 //! is decoded. Two ways, alternating sample by sample: *at once*, the GET sent as soon as
 //! A's stream ended, while A's writes to Redis may still be on their way (B then replays
-//! what is there and follows the ring, or, with no ring yet, asks again after 2 ms, then
-//! 4, 8…); and
+//! what is there and follows the ring, or, with no ring yet, asks again after 25 ms); and
 //! *ring stored*, the GET sent once the ring's end marker is in Redis, which is what a
 //! client that lost its connection finds: it waits the priming event's `retry` (1 s)
 //! before it resumes.
@@ -976,9 +975,9 @@ async fn resume(cluster: &Cluster, samples: usize) {
         );
     }
     if !slowest.is_empty() {
-        // A ring not in Redis yet when B first reads it is read again 2, 4, 8… ms later.
+        // A ring not in Redis yet when B first reads it is read again 25 ms later.
         println!(
-            "\nSlowest (a ring B finds missing is asked for again after 2, 4, 8… ms): {}",
+            "\nSlowest (a ring B finds missing is asked for again after 25 ms): {}",
             slowest.join("; ")
         );
     }

@@ -19,10 +19,9 @@
 //! whose home was the killed node go on with the other nodes (SESSION-7: only a session
 //! gone from the store is 404). Afterwards every surviving node is back to its baseline.
 //!
-//! Scale: `MCPWIRE_CHAOS_CLIENTS` × `MCPWIRE_CHAOS_CALLS`, by default 50 × 100: the
-//! 50 × 200 of the single-node chaos test of `mcpwire-tokio` takes 35 to 65 s here on two
-//! busy cores (a debug build; `MCPWIRE_CHAOS_CALLS=200` runs it). Bounded in time: the
-//! whole run must finish within two minutes.
+//! Scale: `MCPWIRE_CHAOS_CLIENTS` × `MCPWIRE_CHAOS_CALLS`, by default 50 × 200, as the
+//! single-node chaos test of `mcpwire-tokio`: about 30 s on two quiet cores (a debug
+//! build). Bounded in time: the whole run must finish within three minutes.
 
 mod common;
 
@@ -51,7 +50,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 /// The whole run, from the first node started to the last check.
-const LIMIT: Duration = Duration::from_secs(120);
+const LIMIT: Duration = Duration::from_secs(180);
 
 /// One call, from its start to its outcome: a call that takes longer is stuck.
 const CALL_LIMIT: Duration = Duration::from_secs(30);
@@ -486,7 +485,7 @@ async fn wait_for(tasks: &mut Vec<JoinHandle<()>>, mut until: impl FnMut() -> bo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_5_resume_14_session_7_chaos_over_three_nodes_with_one_killed_and_restarted() {
     let clients = env("MCPWIRE_CHAOS_CLIENTS", 50);
-    let calls = env("MCPWIRE_CHAOS_CALLS", 100);
+    let calls = env("MCPWIRE_CHAOS_CALLS", 200);
     let total = clients * calls;
     let started = Instant::now();
     bounded(LIMIT, async {

@@ -44,7 +44,7 @@
 //! - **Writes behind.** A node answers before its writes land (a write-through would
 //!   cost every request a round trip), so a client's next request, on another node, may
 //!   come before them: a session not found, or a ring that does not reach the client's
-//!   id, is asked for again (after 2 ms, then twice as long each time) within
+//!   id, is asked for again (after 25 ms, then twice as long each time) within
 //!   [`Config::with_store_grace`](super::Config::with_store_grace), 1 s by default,
 //!   before it is taken for gone (404) or never issued (400).
 //! - **Notices.** A resume wins over a connection its stream still has (RESUME-14) on
@@ -321,10 +321,8 @@ pub(super) struct Loading {
     asked: u32,
 }
 
-/// The first wait before asking the store again for what it did not have yet: another
-/// node's write is usually a millisecond or two behind its answer, so the first asks
-/// come soon, and the later ones further apart.
-const FIRST_WAIT: Duration = Duration::from_millis(2);
+/// The first wait before asking the store again for what it did not have yet.
+const FIRST_WAIT: Duration = Duration::from_millis(25);
 
 /// Why a record or a notice read from the store was refused: it was written by
 /// something else, or by a newer version of mcpwire.
@@ -650,15 +648,13 @@ impl Server {
     }
 
     /// How long to wait before asking the store again for something it did not have,
-    /// asked `asked` times so far: 2 ms, then twice as long each time, the last wait cut
-    /// to end when [`Config::with_store_grace`](super::Config::with_store_grace) does;
-    /// `None` once the waits fill it (by default 2, 4, … 256 ms, then 490 ms: ten asks in
-    /// one second).
+    /// asked `asked` times so far: 25 ms, then twice as long each time, while the waits
+    /// add up to no more than [`Config::with_store_grace`](super::Config::with_store_grace);
+    /// `None` once they would.
     fn grace_wait(&self, asked: u32) -> Option<Duration> {
         let waited = FIRST_WAIT.checked_mul((1u32 << asked.min(20)) - 1)?;
-        let left = self.config.store_grace.checked_sub(waited)?;
-        let wait = FIRST_WAIT.checked_mul(1 << asked.min(20))?.min(left);
-        (!wait.is_zero()).then_some(wait)
+        let wait = FIRST_WAIT.checked_mul(1 << asked.min(20))?;
+        (waited + wait <= self.config.store_grace).then_some(wait)
     }
 
     /// A session not found in the store is asked for again (`Timer::Reload`).

@@ -495,7 +495,7 @@ impl Config {
     /// does not reach for never issued (400) (default 1 s). Nodes answer before their
     /// writes land (a write-through would cost every request a round trip), so a
     /// client's next request, on another node, may come before them: it is asked again,
-    /// after 2 ms, then twice as long each time, until this has passed.
+    /// after 25 ms, then twice as long each time, until this has passed.
     pub fn with_store_grace(mut self, grace: Duration) -> Self {
         self.store_grace = crate::duration::bounded(grace);
         self
