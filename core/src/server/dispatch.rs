@@ -154,7 +154,12 @@ impl Server {
     /// holds a copy of another node's legacy session, the message goes to the node that
     /// holds its stream ([`Notice::LegacyPost`](super::cluster)).
     pub(super) fn legacy_post(&mut self, now: Instant, x: ExchangeId, s: SessionId, body: Bytes) {
-        let raw = body.clone();
+        // The body as it came, kept only for a session whose stream is elsewhere.
+        let raw = self
+            .sessions
+            .get(&s)
+            .is_some_and(|s| s.get.is_none() && s.shared.is_some())
+            .then(|| body.clone());
         let parsed = body_text(body).and_then(|text| {
             self.classifier
                 .envelopes(text, ProtocolVersion::V2024_11_05)
@@ -167,17 +172,15 @@ impl Server {
             return self.refuse(x, session_not_found());
         };
         session.last_active = now;
-        let elsewhere = session.get.is_none() && session.shared.is_some();
         let Envelopes::Single(message) = envelopes else {
             return self.refuse(
                 x,
                 Refuse::new(StatusCode::BAD_REQUEST, "batches are not allowed"),
             );
         };
-        if elsewhere {
-            self.relay_legacy(s, raw);
-        } else {
-            self.legacy_message(now, Some(x), s, message);
+        match raw {
+            Some(raw) => self.relay_legacy(s, raw),
+            None => self.legacy_message(now, Some(x), s, message),
         }
         self.finish_with(x, empty_head(StatusCode::ACCEPTED), None);
     }

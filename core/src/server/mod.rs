@@ -475,11 +475,7 @@ impl Server {
             Timer::Reload(key) => self.reload(key),
             Timer::Refollow(t) => self.refollow(t),
             Timer::Linger(t) => {
-                if self
-                    .streams
-                    .get(&t)
-                    .is_some_and(|t| t.done && t.conn.is_none())
-                {
+                if self.streams.get(&t).is_some_and(state::Stream::lingers) {
                     self.remove_stream(t);
                 }
             }
