@@ -34,7 +34,8 @@ pub use dispatcher::{
 pub use listen::{ACKNOWLEDGED, Change};
 pub use modern::{
     CLIENT_CAPABILITIES, CacheHint, CacheScope, LOG_LEVEL, LogLevel, Responder, SERVER_INFO,
-    SUBSCRIPTION_ID, elicitation_request, input_required, roots_request, sampling_request,
+    SUBSCRIPTION_ID, elicitation_request, input_required, may_ask_input, roots_request,
+    sampling_request,
 };
 pub use state::{MAX_SEALED_STATE, StateError, StateKey};
 

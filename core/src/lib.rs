@@ -44,6 +44,9 @@
 //! - [`mirror`]: the values revision 2026-07-28 mirrors into headers (`Mcp-Name`,
 //!   `Mcp-Param-*`): their encoding, strict decoding, comparison with the body, and a
 //!   tool's `x-mcp-header` annotations read from its `inputSchema`.
+//! - [`stdio`]: newline-delimited JSON-RPC, the framing of the stdio transport: a
+//!   bounded [`Decoder`](stdio::Decoder) that reports a bad line and loses no other, and
+//!   the one-line encoding.
 //! - [`app`]: what a server application answers itself (`initialize`, `ping`,
 //!   `server/discover`, `subscriptions/listen`), a tool table for `tools/list` and
 //!   `tools/call`, progress, the completion of 2026-07-28 results (`resultType`,
@@ -83,6 +86,7 @@ mod utf8;
 mod version;
 
 pub mod app;
+pub mod bridge;
 pub mod client;
 pub mod conn;
 pub mod jsonrpc;
@@ -91,6 +95,7 @@ pub mod mirror;
 pub mod resume;
 pub mod server;
 pub mod sse;
+pub mod stdio;
 
 pub use entropy::Entropy;
 #[cfg(feature = "os-entropy")]

@@ -32,6 +32,7 @@
 //!   in N at a pseudo-random byte, for the chaos tests.
 
 pub mod alloc;
+pub mod bridge;
 pub mod cluster;
 pub mod cluster_ops;
 #[cfg(feature = "tokio")]

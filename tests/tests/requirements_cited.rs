@@ -38,6 +38,8 @@ const PREFIXES: &[&str] = &[
     "LEGACY",
     "BATCH",
     "MODERN",
+    "STDIO",
+    "BRIDGE",
 ];
 
 /// The directories walked, relative to the repository root.

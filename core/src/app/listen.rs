@@ -42,6 +42,21 @@ impl Change {
         }
     }
 
+    /// The change a server's notification tells (a stdio server's, say): `method` one
+    /// of the four, `params.uri` for a resource; `None` for anything else.
+    pub fn of_notification(method: &str, params: Option<&Value>) -> Option<Self> {
+        match method {
+            "notifications/tools/list_changed" => Some(Self::Tools),
+            "notifications/prompts/list_changed" => Some(Self::Prompts),
+            "notifications/resources/list_changed" => Some(Self::Resources),
+            "notifications/resources/updated" => params?
+                .get("uri")?
+                .as_str()
+                .map(|uri| Self::Resource(uri.to_owned())),
+            _ => None,
+        }
+    }
+
     /// The change as the nodes of a cluster tell it each other
     /// ([`Server::announce`](crate::server::Server::announce)).
     pub(super) fn encode(&self) -> Vec<u8> {

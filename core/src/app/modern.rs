@@ -127,6 +127,12 @@ impl Default for CacheHint {
     }
 }
 
+/// Whether a 2026-07-28 request of `method` may be answered `input_required`
+/// (MODERN-23): `tools/call`, `resources/read` and `prompts/get`.
+pub fn may_ask_input(method: &str) -> bool {
+    Method::of(method).is_round_trip()
+}
+
 /// An `input_required` result (MODERN-23): the questions for the client, keyed as the
 /// handler will read the answers from `params.inputResponses`, and the state to come
 /// back with the retry. The layer seals the state; the handler reads it back in plain
