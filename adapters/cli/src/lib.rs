@@ -8,6 +8,7 @@
 //!
 //! - `mcpwire serve`: a reference MCP server (its configuration and tools are in
 //!   [`reference`](mod@reference), for running it in-process).
+//! - `mcpwire bridge --stdio CMD`: a stdio MCP server on HTTP, in every era.
 //! - `mcpwire call URL TOOL [JSON-ARGS]`: call one tool.
 //! - `mcpwire decode [FILE]`: decode a `text/event-stream` into JSON lines.
 
@@ -17,6 +18,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
 
+mod bridge;
 mod call;
 mod conformance;
 mod decode;
@@ -38,6 +40,7 @@ Usage: mcpwire <COMMAND> [ARGS]
 
 Commands:
   serve [OPTIONS]           run a reference MCP server on 127.0.0.1:8080/mcp
+  bridge --stdio CMD        serve a stdio MCP server over HTTP, in every era
   call URL TOOL [ARGS]      call one tool of an MCP server, print progress and result
   decode [OPTIONS] [FILE]   decode a text/event-stream into JSON lines
   help [COMMAND]            print this help, or a command's
@@ -46,7 +49,7 @@ Options:
   -h, --help                print this help
   -V, --version             print the version
 
-Run `mcpwire <COMMAND> --help` (`mcpwire serve --help`, `mcpwire call --help`,
+Run `mcpwire <COMMAND> --help` (`mcpwire serve --help`, `mcpwire bridge --help`, `mcpwire call --help`,
 `mcpwire decode --help`) for each command's options.
 ";
 
@@ -64,6 +67,7 @@ pub fn run(args: &[OsString]) -> ExitCode {
             None => print_help(USAGE),
             Some("decode") => print_help(decode::USAGE),
             Some("serve") => print_help(serve::USAGE),
+            Some("bridge") => print_help(bridge::USAGE),
             Some("call") => print_help(call::USAGE),
             Some(other) => usage_error("mcpwire", &format!("unknown command '{other}'"), USAGE),
         },
@@ -73,6 +77,7 @@ pub fn run(args: &[OsString]) -> ExitCode {
         }
         Some("decode") => decode::main(&args[1..]),
         Some("serve") => serve::main(&args[1..]),
+        Some("bridge") => bridge::main(&args[1..]),
         Some("call") => call::main(&args[1..]),
         Some(other) => usage_error("mcpwire", &format!("unknown command '{other}'"), USAGE),
     }

@@ -111,20 +111,182 @@ struct Options {
     keep_alive: bool,
 }
 
-fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
-    let mut addr_text = String::from("127.0.0.1:8080");
-    let mut addrs: Vec<SocketAddr> = vec!["127.0.0.1:8080".parse().expect("a valid address")];
-    let mut path = String::from("/mcp");
-    let mut legacy = true;
-    let mut config = Config::new().with_response_mode(ResponseMode::Auto);
-    let mut origins = Vec::new();
-    let mut conformance = false;
-    let mut blocking = false;
-    let mut shards = None;
-    let (mut tls_cert, mut tls_key) = (None, None);
-    let mut limits = Limits::new();
-    let (mut store, mut node) = (None, None);
-    let mut keep_alive = true;
+/// The options of the HTTP endpoint, shared by `mcpwire serve` and `mcpwire bridge`:
+/// where it listens, what it serves, its timeouts and bounds.
+#[derive(Debug)]
+pub(crate) struct Endpoint {
+    /// `--addr` as given, for messages.
+    pub(crate) addr_text: String,
+    /// What `--addr` resolved to, IPv4 first; bound in turn until one succeeds.
+    pub(crate) addrs: Vec<SocketAddr>,
+    path: String,
+    legacy: bool,
+    pub(crate) config: Config,
+    origins: Vec<String>,
+    /// `--max-connections`, `--header-timeout-ms`, `--idle-timeout-ms`.
+    pub(crate) limits: Limits,
+    /// `--no-keep-alive`.
+    pub(crate) keep_alive: bool,
+}
+
+/// Gives the value of the option being read (inline after `=`, or the next argument).
+pub(crate) type Value<'a> = dyn FnMut(&str) -> Result<String, BadUsage> + 'a;
+
+impl Endpoint {
+    /// The defaults: 127.0.0.1:8080, `/mcp`, every era, legacy beside it.
+    pub(crate) fn new() -> Self {
+        Self {
+            addr_text: String::from("127.0.0.1:8080"),
+            addrs: vec!["127.0.0.1:8080".parse().expect("a valid address")],
+            path: String::from("/mcp"),
+            legacy: true,
+            config: Config::new().with_response_mode(ResponseMode::Auto),
+            origins: Vec::new(),
+            limits: Limits::new(),
+            keep_alive: true,
+        }
+    }
+
+    /// Takes the option `name` if it is one of the endpoint's; `Ok(false)` if not.
+    pub(crate) fn option(&mut self, name: &str, value: &mut Value<'_>) -> Result<bool, BadUsage> {
+        let config = std::mem::take(&mut self.config);
+        self.config = match name {
+            "--addr" => {
+                self.addr_text = value("an address")?;
+                self.addrs = resolve(&self.addr_text)?;
+                config
+            }
+            "--path" => {
+                self.path = value("a path")?;
+                config
+            }
+            "--json-response" => config.with_response_mode(ResponseMode::Json),
+            "--sse-response" => config.with_response_mode(ResponseMode::Sse),
+            "--no-legacy" => {
+                self.legacy = false;
+                config
+            }
+            "--eras" => {
+                let (eras, with_legacy) = eras(&value("a list of eras")?)?;
+                self.legacy = with_legacy;
+                config.with_eras(eras)
+            }
+            "--poll-ms" | "--retry-ms" => {
+                let v = value("milliseconds")?;
+                let d = Duration::from_millis(milliseconds(name, &v)?);
+                if name == "--poll-ms" {
+                    config
+                        .with_polling(Some(d))
+                        .with_response_mode(ResponseMode::Sse)
+                } else {
+                    config.with_retry(Some(d))
+                }
+            }
+            "--max-sessions" => {
+                let v = value("a count")?;
+                let n = count(name, &v, "the sessions open at once; default 10000")?;
+                config.with_max_sessions(n)
+            }
+            "--max-sessions-per-peer" => {
+                let v = value("a count")?;
+                let n = count(
+                    name,
+                    &v,
+                    "the sessions of one client address; default: no cap",
+                )?;
+                config.with_max_sessions_per_peer(Some(n))
+            }
+            "--max-connections" => {
+                let v = value("a count")?;
+                let n = count(name, &v, "the connections open at once; default 1024")?;
+                self.limits = self.limits.with_max_connections(n);
+                config
+            }
+            "--handshake-timeout-ms" | "--header-timeout-ms" | "--idle-timeout-ms" => {
+                let v = value("milliseconds")?;
+                let ms = milliseconds(name, &v)?;
+                if ms == 0 {
+                    self.config = config;
+                    return Err(BadUsage::Value(format!(
+                        "{name}: 0 would close everything at once; give milliseconds from 1"
+                    )));
+                }
+                let d = Duration::from_millis(ms);
+                match name {
+                    "--handshake-timeout-ms" => config.with_handshake_timeout(d),
+                    "--header-timeout-ms" => {
+                        self.limits = self.limits.with_header_timeout(d);
+                        config
+                    }
+                    _ => {
+                        self.limits = self.limits.with_idle_timeout(d);
+                        config
+                    }
+                }
+            }
+            "--heartbeat-ms" | "--stream-after-ms" => {
+                let v = value("milliseconds or off")?;
+                let d = if v == "off" {
+                    None
+                } else {
+                    Some(Duration::from_millis(milliseconds(name, &v)?))
+                };
+                if name == "--heartbeat-ms" {
+                    if d.is_some_and(|d| d.is_zero()) {
+                        self.config = config;
+                        return Err(BadUsage::Value(
+                            "--heartbeat-ms: 0 would send heartbeats without pause; give \
+                             milliseconds from 1, or off"
+                                .into(),
+                        ));
+                    }
+                    config.with_heartbeat(d)
+                } else {
+                    config.with_stream_after(d)
+                }
+            }
+            "--allow-origin" => {
+                self.origins.push(value("an origin")?);
+                config
+            }
+            "--no-keep-alive" => {
+                self.keep_alive = false;
+                config
+            }
+            _ => {
+                self.config = config;
+                return Ok(false);
+            }
+        };
+        Ok(true)
+    }
+
+    /// The server's configuration from the options read.
+    pub(crate) fn finish(mut self) -> Result<Self, BadUsage> {
+        check_path(&self.path, self.legacy)?;
+        let legacy = self.legacy.then(LegacyPaths::default);
+        let mut config = std::mem::take(&mut self.config)
+            .with_endpoint(self.path.clone())
+            .with_legacy(legacy);
+        if !self.origins.is_empty() {
+            config = config.with_origins(Allow::List(std::mem::take(&mut self.origins)));
+        }
+        if self.addrs.iter().any(|a| !a.ip().is_loopback()) {
+            // Reached by name from elsewhere: the Host check must not pin it to loopback.
+            config = config.with_hosts(Allow::Any);
+        }
+        self.config = config;
+        Ok(self)
+    }
+}
+
+/// Reads `args` as options, each either the endpoint's or taken by `other`; `Ok(None)`
+/// for `--help`.
+pub(crate) fn read_options(
+    args: &[OsString],
+    endpoint: &mut Endpoint,
+    mut other: impl FnMut(&str, &mut Value<'_>) -> Result<bool, BadUsage>,
+) -> Result<Option<()>, BadUsage> {
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -137,87 +299,27 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
                 .or_else(|| args.next())
                 .ok_or_else(|| BadUsage::Shape(format!("{name} needs {what}")))
         };
-        match name.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--addr" => {
-                addr_text = value("an address")?;
-                addrs = resolve(&addr_text)?;
-            }
-            "--path" => path = value("a path")?,
-            "--json-response" => config = config.with_response_mode(ResponseMode::Json),
-            "--sse-response" => config = config.with_response_mode(ResponseMode::Sse),
-            "--stateless" => config = config.with_sessions(SessionMode::Stateless),
-            "--no-legacy" => legacy = false,
-            "--eras" => {
-                let (eras, with_legacy) = eras(&value("a list of eras")?)?;
-                config = config.with_eras(eras);
-                legacy = with_legacy;
-            }
-            "--poll-ms" | "--retry-ms" => {
-                let v = value("milliseconds")?;
-                let d = Duration::from_millis(milliseconds(&name, &v)?);
-                config = if name == "--poll-ms" {
-                    config
-                        .with_polling(Some(d))
-                        .with_response_mode(ResponseMode::Sse)
-                } else {
-                    config.with_retry(Some(d))
-                };
-            }
-            "--max-sessions" => {
-                let v = value("a count")?;
-                let n = count(&name, &v, "the sessions open at once; default 10000")?;
-                config = config.with_max_sessions(n);
-            }
-            "--max-sessions-per-peer" => {
-                let v = value("a count")?;
-                let n = count(
-                    &name,
-                    &v,
-                    "the sessions of one client address; default: no cap",
-                )?;
-                config = config.with_max_sessions_per_peer(Some(n));
-            }
-            "--max-connections" => {
-                let v = value("a count")?;
-                let n = count(&name, &v, "the connections open at once; default 1024")?;
-                limits = limits.with_max_connections(n);
-            }
-            "--handshake-timeout-ms" | "--header-timeout-ms" | "--idle-timeout-ms" => {
-                let v = value("milliseconds")?;
-                let ms = milliseconds(&name, &v)?;
-                if ms == 0 {
-                    return Err(BadUsage::Value(format!(
-                        "{name}: 0 would close everything at once; give milliseconds from 1"
-                    )));
-                }
-                let d = Duration::from_millis(ms);
-                match name.as_str() {
-                    "--handshake-timeout-ms" => config = config.with_handshake_timeout(d),
-                    "--header-timeout-ms" => limits = limits.with_header_timeout(d),
-                    _ => limits = limits.with_idle_timeout(d),
-                }
-            }
-            "--heartbeat-ms" | "--stream-after-ms" => {
-                let v = value("milliseconds or off")?;
-                let d = if v == "off" {
-                    None
-                } else {
-                    Some(Duration::from_millis(milliseconds(&name, &v)?))
-                };
-                config = if name == "--heartbeat-ms" {
-                    if d.is_some_and(|d| d.is_zero()) {
-                        return Err(BadUsage::Value(
-                            "--heartbeat-ms: 0 would send heartbeats without pause; give \
-                             milliseconds from 1, or off"
-                                .into(),
-                        ));
-                    }
-                    config.with_heartbeat(d)
-                } else {
-                    config.with_stream_after(d)
-                };
-            }
+        if matches!(name.as_str(), "-h" | "--help") {
+            return Ok(None);
+        }
+        if !endpoint.option(&name, &mut value)? && !other(&name, &mut value)? {
+            return Err(BadUsage::Shape(format!("unknown option '{arg}'")));
+        }
+    }
+    Ok(Some(()))
+}
+
+fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
+    let mut endpoint = Endpoint::new();
+    let mut conformance = false;
+    let mut blocking = false;
+    let mut stateless = false;
+    let mut shards = None;
+    let (mut tls_cert, mut tls_key) = (None, None);
+    let (mut store, mut node) = (None, None);
+    let read = read_options(args, &mut endpoint, |name, value| {
+        match name {
+            "--stateless" => stateless = true,
             "--shards" => {
                 let v = value("a count")?;
                 shards = Some(
@@ -232,13 +334,11 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
                         })?,
                 );
             }
-            "--allow-origin" => origins.push(value("an origin")?),
             "--conformance" => conformance = true,
             "--blocking" => blocking = true,
             "--tls-cert" => tls_cert = Some(value("a PEM file")?),
             "--tls-key" => tls_key = Some(value("a PEM file")?),
             "--store" => store = Some(store_url(&value("a redis:// URL")?)?),
-            "--no-keep-alive" => keep_alive = false,
             "--node-id" => {
                 let v = value("a number")?;
                 let n = v.parse::<u16>().map_err(|_| {
@@ -246,13 +346,24 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
                 })?;
                 node = Some(NodeId::new(n));
             }
-            _ => return Err(BadUsage::Shape(format!("unknown option '{arg}'"))),
+            _ => return Ok(false),
         }
+        Ok(true)
+    })?;
+    if read.is_none() {
+        return Ok(None);
     }
-    check_path(&path, legacy)?;
-    config = config
-        .with_endpoint(path)
-        .with_legacy(legacy.then(LegacyPaths::default));
+    let Endpoint {
+        addr_text,
+        addrs,
+        mut config,
+        limits,
+        keep_alive,
+        ..
+    } = endpoint.finish()?;
+    if stateless {
+        config = config.with_sessions(SessionMode::Stateless);
+    }
     if !keep_alive && blocking {
         return Err(BadUsage::Value(
             "--no-keep-alive is for the tokio adapter: drop --blocking".into(),
@@ -297,13 +408,6 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
             ));
         }
     };
-    if !origins.is_empty() {
-        config = config.with_origins(Allow::List(origins));
-    }
-    if addrs.iter().any(|a| !a.ip().is_loopback()) {
-        // Reached by name from elsewhere: the Host check must not pin it to loopback.
-        config = config.with_hosts(Allow::Any);
-    }
     config = config.with_tool_mirrors(tool_mirrors(conformance));
     Ok(Some(Options {
         addr_text,
@@ -776,7 +880,7 @@ fn run_blocking(options: Options) -> ExitCode {
 /// its address only then: a Ctrl-C sent as soon as the address is known must reach the
 /// graceful shutdown, not the default action, which ends the process at once (tokio
 /// installs the handler when the future is first polled, not when it is made).
-async fn interrupt() -> Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> {
+pub(crate) async fn interrupt() -> Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> {
     let mut ctrl_c = Box::pin(tokio::signal::ctrl_c());
     let first = std::future::poll_fn(|cx| Poll::Ready(ctrl_c.as_mut().poll(cx))).await;
     match first {

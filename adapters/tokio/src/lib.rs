@@ -91,6 +91,7 @@
 //! ```
 
 pub mod app;
+pub mod bridge;
 pub mod client;
 pub mod server;
 

@@ -64,8 +64,14 @@ pub(crate) fn start_on(adapter: &[&str], args: &[&str]) -> Server {
 
 /// Starts `mcpwire serve --addr 127.0.0.1:0` with `args` after it.
 pub(crate) fn start(args: &[&str]) -> Server {
+    start_command("serve", args)
+}
+
+/// Starts `mcpwire COMMAND --addr 127.0.0.1:0` with `args` after it, and waits for its
+/// "listening on" line (the lines before it are kept in its log).
+pub(crate) fn start_command(command: &str, args: &[&str]) -> Server {
     let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0"])
+        .args([command, "--addr", "127.0.0.1:0"])
         .args(args)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
@@ -79,9 +85,24 @@ pub(crate) fn start(args: &[&str]) -> Server {
     std::thread::spawn({
         let log = Arc::clone(&log);
         move || {
-            let mut lines = stderr.lines();
-            let _ = tx.send(lines.next());
-            for line in lines.map_while(Result::ok) {
+            let mut announced = false;
+            for line in stderr.lines() {
+                if !announced {
+                    match line {
+                        Ok(line) if !line.contains("listening on ") => {
+                            log.lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                .push(line);
+                            continue;
+                        }
+                        other => {
+                            announced = true;
+                            let _ = tx.send(Some(other));
+                            continue;
+                        }
+                    }
+                }
+                let Ok(line) = line else { break };
                 let mut log = log
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -89,6 +110,10 @@ pub(crate) fn start(args: &[&str]) -> Server {
                     log.remove(0);
                 }
                 log.push(line);
+            }
+            if !announced {
+                // It ended without saying where it listens.
+                let _ = tx.send(None);
             }
         }
     });
@@ -99,7 +124,10 @@ pub(crate) fn start(args: &[&str]) -> Server {
     };
     let line = match rx.recv_timeout(STARTUP) {
         Ok(Some(Ok(line))) => line,
-        other => panic!("mcpwire serve printed no address within {STARTUP:?}: {other:?}"),
+        other => panic!(
+            "mcpwire {command} printed no address within {STARTUP:?}: {other:?}; its log: {:?}",
+            server.log.lock().map(|l| l.clone()).unwrap_or_default()
+        ),
     };
     server.addr = line
         .split("://")

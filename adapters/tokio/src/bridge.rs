@@ -1,0 +1,653 @@
+//! A stdio MCP server on HTTP: [`mcpwire::bridge::Gateway`] driven on tokio, its children
+//! real processes.
+//!
+//! The gateway decides everything MCP (which child a request goes to, what a child's
+//! message becomes, what fails when a child dies); this module runs the processes
+//! (`tokio::process`, each in a process group of its own so that a wrapper such as
+//! `npx` or a shell ends with its children), moves their bytes, logs their standard
+//! error line by line with the session named (STDIO-4), sends the signals of a
+//! shutdown (STDIO-5) and keeps the gateway's time.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use mcpwire::Entropy;
+use mcpwire::app::Settings;
+use mcpwire::bridge::{Action, ChildId, Config as GatewayConfig, Exit, Gateway, Happening, Role};
+use mcpwire::server::{Config, Server};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{Notify, mpsc};
+
+use crate::server::{McpService, WeakService};
+
+/// How the bridge logs: one line at a time (a child's report, a line of its standard
+/// error).
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The longest line of a child's standard error that is logged whole; the rest of a
+/// longer one is cut.
+const STDERR_LINE: usize = 4096;
+
+/// How long a child's output may stay open after the child exited (a process it left
+/// behind holds it) before its end is reported all the same.
+const OUTPUT_AFTER_EXIT: Duration = Duration::from_secs(1);
+
+/// The stdio server's command line: a program and its arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StdioCommand {
+    program: OsString,
+    args: Vec<OsString>,
+}
+
+impl StdioCommand {
+    /// `program` with `args`.
+    pub fn new(
+        program: impl Into<OsString>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+    ) -> Self {
+        Self {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// A command line as a shell would split it, without running a shell: words
+    /// separated by spaces, `'…'` and `"…"` quoting (a backslash escapes the next
+    /// character outside single quotes).
+    ///
+    /// # Errors
+    /// An empty command, or a quote left open.
+    pub fn parse(line: &str) -> Result<Self, String> {
+        let mut words: Vec<String> = Vec::new();
+        let mut word: Option<String> = None;
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                c if c.is_whitespace() => {
+                    if let Some(w) = word.take() {
+                        words.push(w);
+                    }
+                }
+                '\'' => {
+                    let w = word.get_or_insert_with(String::new);
+                    loop {
+                        match chars.next() {
+                            Some('\'') => break,
+                            Some(c) => w.push(c),
+                            None => return Err(format!("a ' is left open in {line:?}")),
+                        }
+                    }
+                }
+                '"' => {
+                    let w = word.get_or_insert_with(String::new);
+                    loop {
+                        match chars.next() {
+                            Some('"') => break,
+                            Some('\\') => match chars.next() {
+                                Some(c) => w.push(c),
+                                None => return Err(format!("a \" is left open in {line:?}")),
+                            },
+                            Some(c) => w.push(c),
+                            None => return Err(format!("a \" is left open in {line:?}")),
+                        }
+                    }
+                }
+                '\\' => {
+                    let w = word.get_or_insert_with(String::new);
+                    if let Some(c) = chars.next() {
+                        w.push(c);
+                    }
+                }
+                c => word.get_or_insert_with(String::new).push(c),
+            }
+        }
+        words.extend(word);
+        let mut words = words.into_iter();
+        let program = words
+            .next()
+            .ok_or_else(|| "the command is empty".to_owned())?;
+        Ok(Self::new(program, words))
+    }
+
+    /// The program.
+    pub fn program(&self) -> &OsString {
+        &self.program
+    }
+
+    /// Its arguments.
+    pub fn args(&self) -> &[OsString] {
+        &self.args
+    }
+}
+
+/// What a [`Bridge`] is made with beside its server's configuration.
+#[derive(Clone)]
+pub struct BridgeOptions {
+    gateway: GatewayConfig,
+    settings: Settings,
+    log: Log,
+}
+
+impl std::fmt::Debug for BridgeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BridgeOptions")
+            .field("gateway", &self.gateway)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BridgeOptions {
+    /// The gateway's defaults ([`GatewayConfig::new`]), the application layer's
+    /// ([`Settings::new`]), and a log on standard error.
+    pub fn new() -> Self {
+        Self {
+            gateway: GatewayConfig::new(),
+            settings: Settings::new(),
+            log: Arc::new(|line: &str| eprintln!("{line}")),
+        }
+    }
+
+    /// The gateway's bounds and timeouts.
+    #[must_use]
+    pub fn with_gateway(mut self, config: GatewayConfig) -> Self {
+        self.gateway = config;
+        self
+    }
+
+    /// The application layer's settings (its bounds, the key that seals
+    /// `requestState`).
+    #[must_use]
+    pub fn with_settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Where log lines go.
+    #[must_use]
+    pub fn with_log(mut self, log: Log) -> Self {
+        self.log = log;
+        self
+    }
+}
+
+impl Default for BridgeOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What goes to a child's input task.
+enum Input {
+    Write(Bytes),
+    Close,
+}
+
+/// The signals of a shutdown (STDIO-5).
+#[derive(Clone, Copy, Debug)]
+enum Signal {
+    Terminate,
+    Kill,
+}
+
+/// The handles of one running child.
+struct ChildIo {
+    input: mpsc::UnboundedSender<Input>,
+    signals: mpsc::UnboundedSender<Signal>,
+}
+
+/// What the service's sink, the children's tasks and the timer share.
+struct Shared {
+    gateway: Mutex<Gateway>,
+    command: StdioCommand,
+    io: Mutex<HashMap<ChildId, ChildIo>>,
+    /// Wakes the timer: the gateway's deadline moved.
+    timer: Notify,
+    /// Wakes whoever waits for the pool or for the children to end.
+    changed: Notify,
+    /// Why the pool failed before it was ready, if it did.
+    failure: Mutex<Option<String>>,
+    log: Log,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Shared {
+    /// Runs `f` on the gateway and the server, then does what the gateway asked. The
+    /// events of the server it causes are dispatched after the gateway's lock is
+    /// released (the sink takes it too).
+    fn with(
+        self: &Arc<Self>,
+        service: &McpService,
+        f: impl FnOnce(&mut Gateway, &mut Server, Instant),
+    ) {
+        let actions: Vec<Action> = {
+            let mut gateway = lock(&self.gateway);
+            let before = gateway.poll_timeout();
+            service.with_server_deferred(|server, now| f(&mut gateway, server, now));
+            if gateway.poll_timeout() != before {
+                self.timer.notify_one();
+            }
+            std::iter::from_fn(|| gateway.poll_action()).collect()
+        };
+        service.deliver();
+        for action in actions {
+            self.perform(service, action);
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn perform(self: &Arc<Self>, service: &McpService, action: Action) {
+        match action {
+            Action::Spawn { child, role } => self.spawn(service, child, role),
+            Action::Write { child, bytes } => self.input(child, Input::Write(bytes)),
+            Action::CloseInput { child } => self.input(child, Input::Close),
+            Action::Terminate { child } => self.signal(child, Signal::Terminate),
+            Action::Kill { child } => self.signal(child, Signal::Kill),
+            Action::Report(report) => {
+                if report.role == Role::Pool {
+                    let failed = matches!(
+                        report.what,
+                        Happening::Exited { .. } | Happening::InitializeFailed(_)
+                    );
+                    if failed && !lock(&self.gateway).is_ready() {
+                        *lock(&self.failure) = Some(report.to_string());
+                    }
+                }
+                (self.log)(&report.to_string());
+            }
+            other => (self.log)(&format!("an action this runtime does not know: {other:?}")),
+        }
+    }
+
+    fn input(&self, child: ChildId, input: Input) {
+        if let Some(io) = lock(&self.io).get(&child) {
+            let _ = io.input.send(input);
+        }
+    }
+
+    fn signal(&self, child: ChildId, signal: Signal) {
+        if let Some(io) = lock(&self.io).get(&child) {
+            let _ = io.signals.send(signal);
+        }
+    }
+
+    /// Starts a child and the tasks that serve it.
+    fn spawn(self: &Arc<Self>, service: &McpService, child: ChildId, role: Role) {
+        let mut command = tokio::process::Command::new(self.command.program());
+        command
+            .args(self.command.args())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        #[cfg(unix)]
+        command.process_group(0);
+        let weak = service.downgrade();
+        let mut process = match command.spawn() {
+            Ok(process) => process,
+            Err(e) => {
+                (self.log)(&format!(
+                    "{child} ({role}): cannot start {}: {e}",
+                    self.command.program().to_string_lossy()
+                ));
+                let shared = Arc::clone(self);
+                tokio::spawn(async move {
+                    if let Some(service) = weak.upgrade() {
+                        shared.with(&service, |gateway, server, now| {
+                            gateway.child_exited(server, now, child, Exit::NotStarted);
+                        });
+                    }
+                });
+                return;
+            }
+        };
+        let (input_tx, input_rx) = mpsc::unbounded_channel();
+        let (signal_tx, signal_rx) = mpsc::unbounded_channel();
+        lock(&self.io).insert(
+            child,
+            ChildIo {
+                input: input_tx,
+                signals: signal_tx,
+            },
+        );
+        if let Some(stdin) = process.stdin.take() {
+            tokio::spawn(write_input(Arc::clone(self), child, stdin, input_rx));
+        }
+        let reader = process
+            .stdout
+            .take()
+            .map(|stdout| tokio::spawn(read_output(Arc::clone(self), weak.clone(), child, stdout)));
+        if let Some(stderr) = process.stderr.take() {
+            tokio::spawn(read_errors(Arc::clone(self), child, role, stderr));
+        }
+        tokio::spawn(live(
+            Arc::clone(self),
+            weak,
+            child,
+            process,
+            signal_rx,
+            reader,
+        ));
+    }
+}
+
+/// Writes what the gateway gives a child, in order; tells the gateway how much went.
+async fn write_input(
+    shared: Arc<Shared>,
+    child: ChildId,
+    mut stdin: tokio::process::ChildStdin,
+    mut rx: mpsc::UnboundedReceiver<Input>,
+) {
+    while let Some(first) = rx.recv().await {
+        let mut written = 0;
+        let mut next = Some(first);
+        while let Some(input) = next.take() {
+            match input {
+                Input::Write(bytes) => {
+                    if stdin.write_all(&bytes).await.is_err() {
+                        // The child is gone; its end is reported by its own task.
+                        return;
+                    }
+                    written += bytes.len();
+                }
+                Input::Close => {
+                    let _ = stdin.flush().await;
+                    lock(&shared.gateway).child_wrote(child, written);
+                    return;
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+        if stdin.flush().await.is_err() {
+            return;
+        }
+        lock(&shared.gateway).child_wrote(child, written);
+    }
+}
+
+/// Hands a child's output to the gateway as it comes.
+async fn read_output(
+    shared: Arc<Shared>,
+    service: WeakService,
+    child: ChildId,
+    mut stdout: tokio::process::ChildStdout,
+) {
+    let mut buf = vec![0; 64 << 10];
+    loop {
+        let n = match stdout.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let Some(service) = service.upgrade() else {
+            return;
+        };
+        shared.with(&service, |gateway, server, now| {
+            gateway.child_output(server, now, child, &buf[..n]);
+        });
+    }
+}
+
+/// Logs a child's standard error, a line at a time, naming what it serves (STDIO-4).
+async fn read_errors(
+    shared: Arc<Shared>,
+    child: ChildId,
+    role: Role,
+    stderr: tokio::process::ChildStderr,
+) {
+    let mut lines = tokio::io::BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // Bounded: a line without end is logged in pieces.
+        let mut limited = (&mut lines).take(STDERR_LINE as u64);
+        match limited.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        (shared.log)(&format!("{child} ({role}) stderr: {text}"));
+    }
+}
+
+/// Waits for a child to end, sending it the signals the gateway asks for; then reports
+/// its end once its output is read.
+async fn live(
+    shared: Arc<Shared>,
+    service: WeakService,
+    child: ChildId,
+    mut process: tokio::process::Child,
+    mut signals: mpsc::UnboundedReceiver<Signal>,
+    reader: Option<tokio::task::JoinHandle<()>>,
+) {
+    let status = loop {
+        tokio::select! {
+            status = process.wait() => break status,
+            Some(signal) = signals.recv() => send_signal(&mut process, signal),
+        }
+    };
+    if let Some(mut reader) = reader
+        && tokio::time::timeout(OUTPUT_AFTER_EXIT, &mut reader)
+            .await
+            .is_err()
+    {
+        reader.abort();
+    }
+    lock(&shared.io).remove(&child);
+    let exit = match status {
+        Ok(status) => exit_of(status),
+        Err(_) => Exit::NotStarted,
+    };
+    if let Some(service) = service.upgrade() {
+        shared.with(&service, |gateway, server, now| {
+            gateway.child_exited(server, now, child, exit);
+        });
+    }
+}
+
+fn exit_of(status: std::process::ExitStatus) -> Exit {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return Exit::Signal(signal);
+        }
+    }
+    Exit::Code(status.code().unwrap_or(-1))
+}
+
+/// Sends `signal` to the child's process group (a wrapper's children too); where there
+/// are no signals, SIGTERM is a kill as well.
+fn send_signal(process: &mut tokio::process::Child, signal: Signal) {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Pid, Signal as Sig, kill_process_group};
+        // `id` is `None` once the child is reaped, so a reused pid is never signalled.
+        let group = process
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(Pid::from_raw);
+        if let Some(group) = group {
+            let sig = match signal {
+                Signal::Terminate => Sig::TERM,
+                Signal::Kill => Sig::KILL,
+            };
+            let _ = kill_process_group(group, sig);
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = signal;
+        let _ = process.start_kill();
+    }
+}
+
+/// Drives the gateway's deadlines: sleeps until `poll_timeout`, or until an input
+/// moved it.
+async fn timers(shared: Arc<Shared>, service: WeakService) {
+    loop {
+        let next = lock(&shared.gateway).poll_timeout();
+        let notified = shared.timer.notified();
+        match next {
+            Some(at) => {
+                let at = tokio::time::Instant::from_std(at);
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => {}
+                    () = notified => continue,
+                }
+            }
+            None => notified.await,
+        }
+        let Some(service) = service.upgrade() else {
+            return;
+        };
+        shared.with(&service, |gateway, server, now| {
+            gateway.handle_timeout(server, now);
+        });
+    }
+}
+
+/// A stdio MCP server served over HTTP: the service to serve (with
+/// [`serve`](crate::server::serve), say) and the bridge's controls.
+#[derive(Clone)]
+pub struct Bridge {
+    service: McpService,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bridge")
+            .field("command", &self.shared.command)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Bridge {
+    /// A bridge to `command` behind a server with `config` (its eras, its endpoint, its
+    /// checks), with `entropy` for session ids and the `requestState` key. Spawns its
+    /// timer task, and with a pool its first child, on the current tokio runtime.
+    pub fn new(
+        config: Config,
+        mut entropy: Box<dyn Entropy + Send>,
+        command: StdioCommand,
+        options: BridgeOptions,
+    ) -> Self {
+        let gateway = Gateway::new(
+            options.gateway,
+            &options.settings,
+            &mut *entropy,
+            Instant::now(),
+        );
+        let shared = Arc::new(Shared {
+            gateway: Mutex::new(gateway),
+            command,
+            io: Mutex::new(HashMap::new()),
+            timer: Notify::new(),
+            changed: Notify::new(),
+            failure: Mutex::new(None),
+            log: options.log,
+        });
+        let sink = {
+            let shared = Arc::clone(&shared);
+            move |service: &McpService, event| {
+                shared.with(service, |gateway, server, now| {
+                    gateway.handle_event(server, now, event);
+                });
+            }
+        };
+        let service = McpService::with_dispatch(config, entropy, sink);
+        tokio::spawn(timers(Arc::clone(&shared), service.downgrade()));
+        // The gateway's first actions (the pool's first child) were made before the
+        // service was.
+        shared.with(&service, |_, _, _| {});
+        Self { service, shared }
+    }
+
+    /// The service, to serve.
+    pub fn service(&self) -> &McpService {
+        &self.service
+    }
+
+    /// Waits until the pool's first child has described the stdio server, so that
+    /// 2026-07-28 requests are served (at once without a pool).
+    ///
+    /// # Errors
+    /// Why the pool's first child failed (it could not start, exited, or answered
+    /// `initialize` with an error), or that `timeout` passed.
+    pub async fn ready(&self, timeout: Duration) -> Result<(), String> {
+        if lock(&self.shared.gateway).config().pool() == 0 {
+            return Ok(());
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.shared.changed.notified();
+            if lock(&self.shared.gateway).is_ready() {
+                return Ok(());
+            }
+            if let Some(failure) = lock(&self.shared.failure).take() {
+                return Err(failure);
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return Err(format!(
+                    "the stdio server did not answer initialize within {} ms",
+                    timeout.as_millis()
+                ));
+            }
+        }
+    }
+
+    /// The children running.
+    pub fn children(&self) -> usize {
+        lock(&self.shared.gateway).children()
+    }
+
+    /// Shuts down: the server ends every session and answers later requests 503, the
+    /// gateway ends every listen and every child (STDIO-5); then waits, at most
+    /// `timeout`, until every child has exited and every response is written.
+    pub async fn shutdown(&self, timeout: Duration) {
+        self.shared.with(&self.service, |gateway, server, now| {
+            server.shutdown(now);
+            gateway.shutdown(server, now);
+        });
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.shared.changed.notified();
+            let open = self
+                .service
+                .with_server(|server, _| server.exchange_count());
+            if self.children() == 0 && open == 0 {
+                return;
+            }
+            let wait = tokio::time::Duration::from_millis(20);
+            if tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + wait), changed)
+                .await
+                .is_err()
+                && tokio::time::Instant::now() >= deadline
+            {
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_line_splits_as_a_shell_would_without_one() {
+        let c = StdioCommand::parse(r#"node  "my server.js" --name 'a b' x\ y"#).unwrap();
+        assert_eq!(c.program(), "node");
+        assert_eq!(c.args(), ["my server.js", "--name", "a b", "x y"]);
+        assert!(StdioCommand::parse("  ").is_err());
+        assert!(StdioCommand::parse("node 'open").is_err());
+    }
+}
