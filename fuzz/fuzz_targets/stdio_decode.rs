@@ -74,11 +74,12 @@ fn model(limits: Limits, stream: &[u8]) -> Vec<Seen> {
             seen.push(Seen::Error(number, "too long"));
             continue;
         }
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+        let bare = line.strip_suffix(b"\r").unwrap_or(line);
+        if bare.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
             continue;
         }
-        // The line alone through the decoder is the classifier's verdict on it.
+        // The line alone through the decoder (which drops the one CR before its LF) is
+        // the classifier's verdict on it.
         let mut alone = Decoder::with_limits(Limits::new());
         alone.push(line);
         alone.push(b"\n");
