@@ -15,7 +15,9 @@
 // ({"event": "session-initialized" | "session-closed" | "resume" | "legacy-open" |
 // "aborted" (slow_count saw its request cancelled) | "counted" (it ran to the end) | ...}).
 // Tools, as in `mcpwire serve`: echo {text}; slow_count {n, delay_ms} (one
-// notifications/progress per step when the request carries a progress token).
+// notifications/progress per step when the request carries a progress token); and ask {}
+// (an elicitation/create to the client, answered "hello NAME"), for requests that go
+// through `mcpwire bridge --remote`.
 
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -87,6 +89,17 @@ function mcpServer() {
             }
             log('counted', { n });
             return { content: [{ type: 'text', text: String(n) }] };
+        }
+    );
+    server.registerTool(
+        'ask',
+        { description: 'Asks the client for a name (elicitation/create) and greets it.', inputSchema: {} },
+        async () => {
+            const answer = await server.server.elicitInput({
+                message: 'What is your name?',
+                requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] }
+            });
+            return { content: [{ type: 'text', text: `hello ${answer.content?.name ?? answer.action}` }] };
         }
     );
     return server;

@@ -21,6 +21,7 @@ mcpwire bridge: serve a stdio MCP server over HTTP, in every era: 2026-07-28, St
 HTTP with sessions (resumable, polling) and legacy HTTP+SSE on one endpoint
 
 Usage: mcpwire bridge --stdio \"CMD ARGS...\" [OPTIONS]
+       mcpwire bridge --remote URL [-H 'NAME: VALUE']... [--revision R]
 
 Each session (2025-03-26 ... 2025-11-25, legacy) gets a child process of its own, started
 by its initialize; 2026-07-28 requests go to a pool of children initialized once, one
@@ -52,6 +53,18 @@ Options:
   -h, --help           print this help
 
 Ctrl-C closes every child's input, then ends it (SIGTERM, then SIGKILL, 2 s apart).
+
+--remote: the other way round. A client that speaks only stdio runs this as its server:
+its messages on our stdin, ours on our stdout, and the remote MCP server at URL behind
+them, in whatever revision this client negotiates (resuming broken streams, starting a
+new session when one expires); the server's requests (sampling, elicitation, roots)
+reach the client and its answers go back. Logs go to stderr.
+  --remote URL         the remote server's endpoint (http:// or https://; for legacy
+                       HTTP+SSE its SSE endpoint, with --revision legacy)
+  -H, --header 'NAME: VALUE'
+                       send this header with every request (repeatable), e.g.
+                       -H 'Authorization: Bearer TOKEN'
+  --revision R         auto (default), legacy, or one revision (as for mcpwire call)
 ";
 
 const PROG: &str = "mcpwire bridge";
@@ -65,6 +78,77 @@ struct Options {
     endpoint: Endpoint,
     command: StdioCommand,
     gateway: GatewayConfig,
+}
+
+/// `--remote`'s options: the client core's configuration.
+#[derive(Debug)]
+struct Remote {
+    config: mcpwire::client::Config,
+}
+
+/// What to run.
+#[derive(Debug)]
+enum Mode {
+    Stdio(Box<Options>),
+    Remote(Box<Remote>),
+}
+
+fn parse_mode(args: &[OsString]) -> Result<Option<Mode>, BadUsage> {
+    if args
+        .iter()
+        .any(|a| a == "--remote" || a.to_string_lossy().starts_with("--remote="))
+    {
+        return Ok(parse_remote(args)?.map(|r| Mode::Remote(Box::new(r))));
+    }
+    Ok(parse(args)?.map(|o| Mode::Stdio(Box::new(o))))
+}
+
+fn parse_remote(args: &[OsString]) -> Result<Option<Remote>, BadUsage> {
+    let mut url = None;
+    let mut revision = mcpwire::client::Revision::Auto;
+    let mut headers = Vec::new();
+    let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
+    while let Some(arg) = args.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |what: &str| {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or_else(|| BadUsage::Shape(format!("{name} needs {what}")))
+        };
+        match name.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--remote" => url = Some(value("a URL")?),
+            "--revision" => revision = crate::call::parse_revision(&value("a revision")?)?,
+            "-H" | "--header" => headers.push(crate::call::parse_header(&value("'NAME: VALUE'")?)?),
+            "--stdio" => {
+                return Err(BadUsage::Shape(
+                    "--stdio and --remote go different ways: give one".into(),
+                ));
+            }
+            _ => {
+                return Err(BadUsage::Shape(format!(
+                    "unknown option '{arg}' (with --remote: -H, --revision)"
+                )));
+            }
+        }
+    }
+    let url = url.unwrap_or_default();
+    let uri: http::Uri = url
+        .parse()
+        .ok()
+        .filter(|u: &http::Uri| matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some())
+        .ok_or_else(|| {
+            format!("--remote: '{url}' is not an http:// or https:// URL, e.g. http://127.0.0.1:8080/mcp")
+        })?;
+    let config = headers.into_iter().fold(
+        mcpwire::client::Config::new(uri).with_revision(revision),
+        |config, (name, value)| config.with_header(name, value),
+    );
+    Ok(Some(Remote { config }))
 }
 
 fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
@@ -139,8 +223,9 @@ fn parse(args: &[OsString]) -> Result<Option<Options>, BadUsage> {
 }
 
 pub(crate) fn main(args: &[OsString]) -> ExitCode {
-    match parse(args) {
-        Ok(Some(options)) => block_on(PROG, run(options)),
+    match parse_mode(args) {
+        Ok(Some(Mode::Stdio(options))) => block_on(PROG, run(*options)),
+        Ok(Some(Mode::Remote(remote))) => block_on(PROG, run_remote(*remote)),
         Ok(None) => print_help(USAGE),
         Err(bad) => bad.report(PROG, USAGE),
     }
@@ -200,6 +285,25 @@ async fn run(options: Options) -> ExitCode {
     }
 }
 
+/// `--remote`: our stdin and stdout are the local client's; the remote server behind.
+async fn run_remote(remote: Remote) -> ExitCode {
+    let log: mcpwire_tokio::bridge::Log =
+        Arc::new(|line: &str| crate::log::line(format!("{PROG}: {line}")));
+    let relayed =
+        mcpwire_tokio::bridge::relay(remote.config, tokio::io::stdin(), tokio::io::stdout(), log);
+    let interrupt = crate::serve::interrupt().await;
+    tokio::select! {
+        done = relayed => match done {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{PROG}: the local client went away: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        _ = interrupt => ExitCode::SUCCESS,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,5 +334,20 @@ mod tests {
         assert!(missing.message().contains("--stdio"), "{missing:?}");
         let open = parse(&args(&["--stdio", "node 'x"])).unwrap_err();
         assert!(open.message().contains("left open"), "{open:?}");
+        let remote = parse_mode(&args(&[
+            "--remote",
+            "http://127.0.0.1:1/mcp",
+            "-H",
+            "Authorization: Bearer t",
+            "--revision",
+            "legacy",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert!(matches!(remote, Mode::Remote(_)));
+        let both = parse_mode(&args(&["--remote", "http://x/mcp", "--stdio", "y"])).unwrap_err();
+        assert!(both.message().contains("give one"), "{both:?}");
+        let bad = parse_mode(&args(&["--remote", "ftp://x"])).unwrap_err();
+        assert!(bad.message().contains("not an http"), "{bad:?}");
     }
 }

@@ -170,7 +170,7 @@ fn lists_first(options: &Options, era: Era) -> bool {
 }
 
 /// `--revision`'s value.
-fn parse_revision(text: &str) -> Result<Revision, BadUsage> {
+pub(crate) fn parse_revision(text: &str) -> Result<Revision, BadUsage> {
     match text {
         "auto" => Ok(Revision::Auto),
         "legacy" => Ok(Revision::Era(Era::HttpSse)),
@@ -247,7 +247,7 @@ fn point_at(input: &str, line: usize, column: usize) -> String {
 }
 
 /// A `--header` argument, `NAME: VALUE`.
-fn parse_header(arg: &str) -> Result<(http::HeaderName, http::HeaderValue), String> {
+pub(crate) fn parse_header(arg: &str) -> Result<(http::HeaderName, http::HeaderValue), String> {
     let (name, value) = arg.split_once(':').ok_or_else(|| {
         format!("--header: '{arg}' is not 'NAME: VALUE'; give e.g. 'Authorization: Bearer TOKEN'")
     })?;

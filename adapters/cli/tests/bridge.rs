@@ -179,23 +179,25 @@ fn bridge_4_garbage_on_a_childs_output_is_reported_and_loses_nothing() {
 
 #[test]
 fn bridge_4_a_child_that_stalls_fails_the_call_in_flight() {
-    let server = bridge(&["--stall-ms", "300"]);
+    // Long enough for a node child to start on a loaded machine: its `initialize` counts.
+    let server = bridge(&["--stall-ms", "2000"]);
     let url = format!("http://{}/mcp", server.addr);
     let stalled = mcpwire_call_run(
         &["--revision", "2025-11-25"],
         &url,
         "slow",
-        &json!({"steps": 1, "ms": 3000}),
+        &json!({"steps": 1, "ms": 6000}),
     );
     let stderr = String::from_utf8_lossy(&stalled.stderr);
     assert!(!stalled.status.success(), "{stderr}");
     assert!(stderr.contains("stalled"), "{stderr}");
-    // Progress is output: a slow call that reports keeps its child.
+    // Progress is output: a call slower than the stall timeout that reports keeps its
+    // child.
     let reporting = mcpwire_call_with(
         &["--revision", "2025-11-25"],
         &url,
         "slow",
-        &json!({"steps": 6, "ms": 150}),
+        &json!({"steps": 3, "ms": 1200}),
     );
     assert_eq!(text_of(&reporting.result), "done");
 }

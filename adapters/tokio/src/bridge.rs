@@ -7,6 +7,9 @@
 //! `npx` or a shell ends with its children), moves their bytes, logs their standard
 //! error line by line with the session named (STDIO-4), sends the signals of a
 //! shutdown (STDIO-5) and keeps the gateway's time.
+//!
+//! [`relay`] is the other way round: a local client that speaks only stdio, served by a
+//! remote server through [`McpClient`] (BRIDGE-6).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -16,11 +19,16 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use mcpwire::Entropy;
 use mcpwire::app::Settings;
-use mcpwire::bridge::{Action, ChildId, Config as GatewayConfig, Exit, Gateway, Happening, Role};
+use mcpwire::bridge::{
+    Action, ChildId, Config as GatewayConfig, Exit, Gateway, Happening, Relay, RelayAction, Role,
+};
+use mcpwire::client::Config as ClientConfig;
+use mcpwire::jsonrpc::RequestId;
 use mcpwire::server::{Config, Server};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
 
+use crate::client::{CallError, McpClient, ServerMessage};
 use crate::server::{McpService, WeakService};
 
 /// How the bridge logs: one line at a time (a child's report, a line of its standard
@@ -633,6 +641,177 @@ impl Bridge {
                 && tokio::time::Instant::now() >= deadline
             {
                 return;
+            }
+        }
+    }
+}
+
+/// What the relay's loop is told by its tasks.
+enum Told {
+    Connected(Result<(McpClient, mpsc::UnboundedReceiver<ServerMessage>), String>),
+    Answered(RequestId, Result<serde_json::Value, CallError>),
+}
+
+/// The next server message, once connected.
+async fn next_message(
+    messages: &mut Option<mpsc::UnboundedReceiver<ServerMessage>>,
+) -> Option<ServerMessage> {
+    match messages {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A server message for the local client (or the log).
+fn server_message(relay: &mut Relay, message: ServerMessage, log: &Log) {
+    match message {
+        ServerMessage::Notification(note) => relay.server_notification(&note),
+        ServerMessage::Request(request) => relay.server_request(&request),
+        other => log(&format!("the remote session: {other:?}")),
+    }
+}
+
+/// Serves a local client that speaks only stdio (its messages on `input`, the relay's
+/// on `output`) from the remote server `config` names, in whatever revision the client
+/// core negotiates (`mcpwire bridge --remote`, BRIDGE-6): [`Relay`] decides what goes
+/// where; this drives it. The client core connects at the local client's `initialize`,
+/// declaring its capabilities and identity, and re-initializes an expired session by
+/// itself. Ends when `input` ends, after closing the client.
+///
+/// # Errors
+/// Writing to `output` failed (the local client went away).
+pub async fn relay<R, W>(
+    config: ClientConfig,
+    mut input: R,
+    mut output: W,
+    log: Log,
+) -> std::io::Result<()>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut relay = Relay::default();
+    let (tx, mut told) = mpsc::unbounded_channel::<Told>();
+    let mut client: Option<McpClient> = None;
+    let mut messages: Option<mpsc::UnboundedReceiver<ServerMessage>> = None;
+    let mut calls: HashMap<RequestId, tokio::task::AbortHandle> = HashMap::new();
+    let mut buf = vec![0; 64 << 10];
+    let mut input_open = true;
+    loop {
+        tokio::select! {
+            message = next_message(&mut messages) => match message {
+                Some(message) => server_message(&mut relay, message, &log),
+                None => messages = None,
+            },
+            read = input.read(&mut buf), if input_open => match read {
+                Ok(0) | Err(_) => {
+                    input_open = false;
+                    relay.local_ended();
+                }
+                Ok(n) => relay.local_input(&buf[..n]),
+            },
+            Some(news) = told.recv() => match news {
+                Told::Connected(Ok((connected, receiver))) => {
+                    relay.connected(connected.described().as_ref());
+                    client = Some(connected);
+                    messages = Some(receiver);
+                }
+                Told::Connected(Err(why)) => {
+                    log(&format!("cannot connect: {why}"));
+                    relay.connect_failed(&why);
+                }
+                Told::Answered(id, outcome) => {
+                    // What the server sent before this answer (its last progress, say)
+                    // is on the receiver already: it goes first.
+                    if let Some(receiver) = &mut messages {
+                        while let Ok(message) = receiver.try_recv() {
+                            server_message(&mut relay, message, &log);
+                        }
+                    }
+                    calls.remove(&id);
+                    relay.answered(&id, outcome);
+                }
+            },
+        }
+        while let Some(action) = relay.poll_action() {
+            match action {
+                RelayAction::Connect {
+                    capabilities,
+                    client_info,
+                } => {
+                    let name = client_info
+                        .get("name")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("mcpwire-bridge");
+                    let version = client_info
+                        .get("version")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("0");
+                    let config = config
+                        .clone()
+                        .with_capabilities(capabilities.to_string())
+                        .with_client_info(name, version)
+                        .with_reinitialize(true);
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        let connected = McpClient::connect(config, Box::new(mcpwire::OsEntropy))
+                            .await
+                            .map_err(|e| e.to_string());
+                        let _ = tx.send(Told::Connected(connected));
+                    });
+                }
+                RelayAction::Call { id, method, params } => {
+                    let Some(client) = &client else {
+                        relay.answered(&id, Err(CallError::Closed));
+                        continue;
+                    };
+                    match client.start_call(&method, params, None) {
+                        Ok(call) => {
+                            let tx = tx.clone();
+                            let key = id.clone();
+                            let task = tokio::spawn(async move {
+                                let outcome = call.result().await;
+                                let _ = tx.send(Told::Answered(id, outcome));
+                            });
+                            calls.insert(key, task.abort_handle());
+                        }
+                        Err(e) => relay.answered(&id, Err(e)),
+                    }
+                }
+                // Dropping the call (with its task) gives it up at the server.
+                RelayAction::Cancel { id } => {
+                    if let Some(task) = calls.remove(&id) {
+                        task.abort();
+                    }
+                }
+                RelayAction::Notify { method, params } => {
+                    if let Some(client) = &client {
+                        let _ = client.notify(&method, params);
+                    }
+                }
+                RelayAction::Respond { id, answer } => {
+                    if let Some(client) = &client {
+                        let _ = match answer {
+                            Ok(result) => client.respond(&id, result),
+                            Err((code, message, _)) => client.respond_error(&id, code, &message),
+                        };
+                    }
+                }
+                RelayAction::Write(bytes) => {
+                    output.write_all(&bytes).await?;
+                    output.flush().await?;
+                }
+                RelayAction::BadLine(e) => log(&format!("the local client's input: {e}")),
+                RelayAction::Close => {
+                    for (_, task) in calls.drain() {
+                        task.abort();
+                    }
+                    if let Some(client) = client.take() {
+                        client.close().await;
+                    }
+                    return Ok(());
+                }
+                other => log(&format!("an action this runtime does not know: {other:?}")),
             }
         }
     }

@@ -160,6 +160,13 @@ impl McpClient {
         }
     }
 
+    /// The server's description from the latest handshake: the `result` of its
+    /// `InitializeResult` (capabilities, `serverInfo`, instructions), or at 2026-07-28 of
+    /// its `DiscoverResult`; `None` when the server proved modern without one.
+    pub fn described(&self) -> Option<Value> {
+        self.shared.lock().described()
+    }
+
     /// The negotiated revision: the handshake's of [`connect`](Self::connect), or, after
     /// a re-initialization, the one [`ServerMessage::Reconnected`] reported.
     pub fn version(&self) -> ProtocolVersion {

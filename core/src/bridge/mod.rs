@@ -6,7 +6,7 @@
 //! and answers with [`Action`]s for the adapter (start a child, write lines to it, close
 //! its input, end it) and with answers, notifications and requests on the server. The
 //! adapter runs the processes and moves bytes; every MCP decision is here, on the
-//! virtual time the adapter passes in (BRIDGE-1 … BRIDGE-5 in the requirements).
+//! virtual time the adapter passes in (BRIDGE-1 … BRIDGE-6 in the requirements).
 //!
 //! - **Sessions** (2025-03-26 … 2025-11-25, and legacy HTTP+SSE): one child per
 //!   session, started by the session's `initialize`, which it answers; the client's
@@ -22,10 +22,15 @@
 //!   else (BRIDGE-4).
 //! - **Bounds**: children, requests waiting for a pool child, bytes not yet written to a
 //!   child, and the time a question waits for the client's retry (BRIDGE-5).
+//!
+//! The other way round, [`Relay`] serves a client that speaks only stdio from a remote
+//! server, through the client core (`mcpwire bridge --remote`, BRIDGE-6).
 
 mod gateway;
+mod relay;
 
 pub use gateway::Gateway;
+pub use relay::{Relay, RelayAction};
 
 use std::fmt;
 use std::time::Duration;

@@ -179,6 +179,8 @@ pub struct Calls<S> {
     next_token: u64,
     /// The latest handshake's revision and era.
     negotiated: Option<(ProtocolVersion, Era)>,
+    /// The latest handshake's response: the `InitializeResult`, or the `DiscoverResult`.
+    described: Option<Envelope>,
 }
 
 impl<S> fmt::Debug for Calls<S> {
@@ -199,6 +201,7 @@ impl<S: Clone> Calls<S> {
             tokens: HashMap::new(),
             next_token: 1,
             negotiated: None,
+            described: None,
         }
     }
 
@@ -213,6 +216,15 @@ impl<S: Clone> Calls<S> {
     pub fn negotiated(&self) -> (ProtocolVersion, Era) {
         self.negotiated
             .unwrap_or((ProtocolVersion::LATEST, Era::Sessionless))
+    }
+
+    /// The server's description from the latest handshake: the `result` of its
+    /// `InitializeResult`, or at 2026-07-28 of its `DiscoverResult` (capabilities,
+    /// `serverInfo` or its `_meta`, instructions); `None` before it, or when the server
+    /// proved modern without one (MODERN-26).
+    pub fn described(&self) -> Option<Value> {
+        let payload = self.described.as_ref()?.payload()?;
+        serde_json::from_str(payload.as_str()).ok()
     }
 
     /// Sends a request; its outcome goes to `sender` as [`CallUpdate::Done`]. A
@@ -367,16 +379,26 @@ impl<S: Clone> Calls<S> {
 
     fn route(&mut self, event: Event, deliver: &mut impl FnMut(Delivery<S>)) {
         match event {
-            Event::Connected { version, era, .. } => {
+            Event::Connected {
+                version,
+                era,
+                result,
+            } => {
                 self.negotiated = Some((version, era));
+                self.described = result;
                 deliver(Delivery::Connected(Ok(())));
             }
             Event::ConnectFailed(e) => {
                 self.end_all_with(&mut *deliver);
                 deliver(Delivery::Connected(Err(e)));
             }
-            Event::Reconnected { version, era, .. } => {
+            Event::Reconnected {
+                version,
+                era,
+                result,
+            } => {
                 self.negotiated = Some((version, era));
+                self.described = result;
                 deliver(Delivery::Message(ServerMessage::Reconnected {
                     version,
                     era,
