@@ -53,8 +53,20 @@
 //! client that lost its connection finds: it waits the priming event's `retry` (1 s)
 //! before it resumes.
 //!
+//! The bridge (issue 27), only with `-- bridge`: `mcpwire bridge --stdio` against the Node
+//! gateways people run, `supergateway` 4.0.0 and `mcp-proxy` 6.7.19 (pinned in
+//! `benches/gateways`, installed there with `npm ci`; Node.js on `PATH`), each in front of
+//! the same stdio server, `stdio-echo` (this crate's binary: it answers at once, so the
+//! gateway is what is measured). Rows: `tools/call echo` at concurrency 1 and 16 in the
+//! session era (2025-11-25, a session per client: supergateway `--stateful`, one child
+//! per session as the bridge; mcp-proxy shares one child) and at 2026-07-28 (mcpwire's
+//! pool; supergateway without `--stateful`, a child per request; mcp-proxy's modern
+//! path), each server in its default response mode; then the resident memory per idle
+//! session of each gateway's own process, and with its children. supergateway cannot be
+//! told an address: it listens on every interface for the run.
+//!
 //! Run: `cargo bench -p mcpwire-benches --bench e2e` (about 4½ minutes), or with
-//! `-- rps` (the throughput tables, Redis rows included), `-- rss`, `-- cluster` (the
+//! `-- rps` (the throughput tables, Redis rows included), `-- rss`, `-- bridge`, `-- cluster` (the
 //! in-memory and Redis rows alone, then the resume), `-- --secs N` (measured seconds per
 //! row, default 3), `-- --resume-samples N` (per way, default 2,000; both ways within
 //! 60 s, after a warm-up of a tenth of them, at most 100), or
@@ -161,6 +173,12 @@ fn main() {
     // The sections: those named, or all of them.
     let named = |name: &str| args.iter().any(|a| a == name);
     let (rps_named, rss_named, cluster_named) = (named("rps"), named("rss"), named("cluster"));
+    if named("bridge") {
+        // Its own run: it needs Node.js and the gateways of `benches/gateways`.
+        runtime.block_on(bridge::tables(Duration::from_secs_f64(secs)));
+        runtime.block_on(bridge::rss());
+        return;
+    }
     let all = !rps_named && !rss_named && !cluster_named;
     let measure = Duration::from_secs_f64(secs);
     // One Redis for the whole run, for the Redis rows and the resume.
@@ -376,6 +394,15 @@ fn serve_role(role: &str) {
         let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
         std::process::exit(0);
     });
+    if role == "mcpwire-bridge" {
+        let mut args: Vec<std::ffi::OsString> =
+            vec!["bridge".into(), "--stdio".into(), bridge::STDIO_ECHO.into()];
+        let extra = std::env::var(SERVE_ARGS).unwrap_or_default();
+        args.extend(extra.split_whitespace().map(Into::into));
+        args.extend(["--addr".into(), "127.0.0.1:0".into()]);
+        let _ = mcpwire_cli::run(&args);
+        return;
+    }
     if role == "mcpwire" {
         let mut args: Vec<std::ffi::OsString> = vec!["serve".into()];
         let extra = std::env::var(SERVE_ARGS).unwrap_or_default();
@@ -1380,5 +1407,327 @@ async fn rss() {
             println!("| {name} | – | {:.0} B |", per(with_sessions, with_streams));
         }
         drop(streams);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The bridge against the Node gateways (`-- bridge`).
+
+mod bridge {
+    use std::collections::HashMap;
+    use std::net::{SocketAddr, TcpListener as StdListener, TcpStream as StdStream};
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use super::{Kind, Proto, SERVE_ARGS, Server, Spec, connect, exchange, handshake, load};
+
+    /// The stdio server behind every gateway.
+    pub(super) const STDIO_ECHO: &str = env!("CARGO_BIN_EXE_stdio-echo");
+
+    /// Sessions opened for the memory rows: each starts a child (but at mcp-proxy).
+    const IDLE: usize = 200;
+
+    /// `benches/gateways`, installed (`npm ci`) unless it is already.
+    fn gateways() -> PathBuf {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("gateways");
+        if !dir.join("node_modules/.package-lock.json").exists() {
+            let status = Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund"])
+                .current_dir(&dir)
+                .status()
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "npm ci in {}: {e} (the bridge rows need Node.js and npm)",
+                        dir.display()
+                    )
+                });
+            assert!(status.success(), "npm ci in {} failed", dir.display());
+        }
+        dir
+    }
+
+    /// A gateway process started with `node`, killed when dropped.
+    struct Node {
+        name: &'static str,
+        child: Child,
+        addr: SocketAddr,
+    }
+
+    impl Drop for Node {
+        fn drop(&mut self) {
+            // The gateways spawn children of their own (supergateway through `sh`).
+            for pid in descendants(self.child.id()) {
+                let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// A free loopback port (closed again: the gateway binds it next).
+    fn free_port() -> u16 {
+        StdListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port()
+    }
+
+    impl Node {
+        fn start(name: &'static str, script: &str, args: &[String]) -> Self {
+            let dir = gateways();
+            let child = Command::new("node")
+                .arg(dir.join("node_modules").join(script))
+                .args(args)
+                .current_dir(&dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("node runs {name}: {e}"));
+            let port = args
+                .iter()
+                .position(|a| a == "--port")
+                .and_then(|i| args.get(i + 1))
+                .and_then(|p| p.parse().ok())
+                .expect("--port");
+            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            let until = Instant::now() + Duration::from_secs(30);
+            while StdStream::connect(addr).is_err() {
+                assert!(
+                    Instant::now() < until,
+                    "{name} did not listen on {addr} within 30 s"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Self { name, child, addr }
+        }
+
+        fn supergateway(stateful: bool) -> Self {
+            let mut args: Vec<String> = [
+                "--stdio",
+                STDIO_ECHO,
+                "--outputTransport",
+                "streamableHttp",
+                "--streamableHttpPath",
+                "/mcp",
+                "--logLevel",
+                "none",
+                "--port",
+            ]
+            .iter()
+            .map(|a| (*a).to_owned())
+            .collect();
+            args.push(free_port().to_string());
+            if stateful {
+                args.push("--stateful".into());
+            }
+            Self::start("supergateway", "supergateway/dist/index.js", &args)
+        }
+
+        fn mcp_proxy() -> Self {
+            let port = free_port().to_string();
+            let args: Vec<String> = [
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port,
+                "--server",
+                "stream",
+                "--streamEndpoint",
+                "/mcp",
+                "--",
+                STDIO_ECHO,
+            ]
+            .iter()
+            .map(|a| (*a).to_owned())
+            .collect();
+            Self::start("mcp-proxy", "mcp-proxy/dist/bin/mcp-proxy.mjs", &args)
+        }
+    }
+
+    /// `mcpwire bridge --stdio stdio-echo ARGS`.
+    fn mcpwire(args: &str) -> Server {
+        Server::start(&Spec {
+            name: "mcpwire bridge",
+            role: "mcpwire-bridge",
+            args: args.to_owned(),
+            proto: Proto::Sessions,
+            sse: false,
+            kind: Kind::Mcpwire,
+        })
+    }
+
+    /// The rows of one era: mcpwire first, then the Node gateways; `× best Node` reads
+    /// each row against the faster Node gateway at its concurrency.
+    pub(super) async fn tables(measure: Duration) {
+        let _ = SERVE_ARGS;
+        for (era, proto) in [
+            ("session era (2025-11-25)", Proto::Sessions),
+            ("2026-07-28", Proto::Modern),
+        ] {
+            println!(
+                "\n## Bridges to a stdio server: tools/call echo, {era}, {:.1} s per row\n",
+                measure.as_secs_f64()
+            );
+            println!(
+                "| gateway | concurrency | req/s | p50 ms | p99 ms | × best Node |\n|---|---:|---:|---:|---:|---:|"
+            );
+            let ours = mcpwire("--pool 4");
+            let nodes = [
+                Node::supergateway(proto == Proto::Sessions),
+                Node::mcp_proxy(),
+            ];
+            for concurrency in [1, 16] {
+                let mine = load(ours.addr, proto, concurrency, measure).await;
+                let theirs: Vec<_> = {
+                    let mut rows = Vec::new();
+                    for node in &nodes {
+                        rows.push(load(node.addr, proto, concurrency, measure).await);
+                    }
+                    rows
+                };
+                let best = theirs
+                    .iter()
+                    .filter_map(|r| r.as_ref().ok().map(|r| r.rps))
+                    .fold(0.0_f64, f64::max);
+                let ratio = |rps: f64| {
+                    if best > 0.0 {
+                        format!("{:.1}", rps / best)
+                    } else {
+                        "–".to_owned()
+                    }
+                };
+                let rows = std::iter::once(("mcpwire bridge", mine))
+                    .chain(nodes.iter().map(|n| n.name).zip(theirs));
+                for (name, row) in rows {
+                    match row {
+                        Ok(row) => println!(
+                            "| {name} | {concurrency} | {:.0} | {:.3} | {:.3} | {} |",
+                            row.rps,
+                            row.p50,
+                            row.p99,
+                            ratio(row.rps)
+                        ),
+                        Err(e) => println!(
+                            "| {name} | {concurrency} | failed: {} | | | |",
+                            e.chars().take(120).collect::<String>()
+                        ),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every process below `root`, from `/proc`.
+    fn descendants(root: u32) -> Vec<u32> {
+        let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid ...`: comm may hold spaces and parentheses.
+            let Some(ppid) = stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.split(' ').nth(1))
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            children.entry(ppid).or_default().push(pid);
+        }
+        let mut all = Vec::new();
+        let mut queue = vec![root];
+        while let Some(pid) = queue.pop() {
+            for &child in children.get(&pid).map(Vec::as_slice).unwrap_or_default() {
+                all.push(child);
+                queue.push(child);
+            }
+        }
+        all
+    }
+
+    /// `VmRSS` of `pid`, in KiB (0 once it is gone).
+    fn rss_of(pid: u32) -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .unwrap_or(0)
+    }
+
+    /// The gateway's own RSS and its children's, in KiB.
+    fn measure_rss(pid: u32) -> (u64, u64) {
+        let children = descendants(pid).into_iter().map(rss_of).sum();
+        (rss_of(pid), children)
+    }
+
+    /// Opens `IDLE` sessions on 8 connections and keeps them (nothing is deleted).
+    async fn open(addr: SocketAddr) {
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                tokio::spawn(async move {
+                    let mut send = connect(addr).await.expect("connect");
+                    for _ in 0..IDLE / 8 {
+                        handshake(&mut send, addr).await.expect("a session");
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.await.expect("a worker");
+        }
+    }
+
+    /// Resident memory per idle session: each gateway warmed up (8 sessions, a call in
+    /// each), then `IDLE` more sessions opened and left idle.
+    pub(super) async fn rss() {
+        println!(
+            "\n## Resident memory per idle session (session era), {IDLE} sessions above a warmed-up baseline\n"
+        );
+        println!("| gateway | the gateway's process | with its children |\n|---|---:|---:|");
+        let ours = mcpwire("--pool 1 --max-children 512");
+        let theirs = [Node::supergateway(true), Node::mcp_proxy()];
+        let mut rows: Vec<(&str, u32, SocketAddr)> =
+            vec![("mcpwire bridge", ours.child.id(), ours.addr)];
+        rows.extend(theirs.iter().map(|n| (n.name, n.child.id(), n.addr)));
+        for (name, pid, addr) in rows {
+            let mut send = connect(addr).await.expect("connect");
+            for _ in 0..8 {
+                let session = handshake(&mut send, addr).await.expect("a session");
+                let (status, _, _) = exchange(
+                    &mut send,
+                    super::request(
+                        http::Method::POST,
+                        addr,
+                        session.as_deref(),
+                        super::call_body(1),
+                    ),
+                )
+                .await
+                .expect("a call");
+                assert_eq!(status, 200, "{name}");
+            }
+            drop(send);
+            super::settle().await;
+            let (base, base_children) = measure_rss(pid);
+            open(addr).await;
+            super::settle().await;
+            super::settle().await;
+            let (after, after_children) = measure_rss(pid);
+            let per = |from: u64, to: u64| to.saturating_sub(from) as f64 / IDLE as f64;
+            println!(
+                "| {name} | {:.1} KiB | {:.1} KiB |",
+                per(base, after),
+                per(base + base_children, after + after_children)
+            );
+        }
     }
 }
