@@ -66,7 +66,8 @@
 //! told an address: it listens on every interface for the run.
 //!
 //! Run: `cargo bench -p mcpwire-benches --bench e2e` (about 4½ minutes), or with
-//! `-- rps` (the throughput tables, Redis rows included), `-- rss`, `-- bridge`, `-- cluster` (the
+//! `-- rps` (the throughput tables, Redis rows included), `-- rss`, `-- bridge` (`-- bridge-rss`
+//! its memory rows alone), `-- cluster` (the
 //! in-memory and Redis rows alone, then the resume), `-- --secs N` (measured seconds per
 //! row, default 3), `-- --resume-samples N` (per way, default 2,000; both ways within
 //! 60 s, after a warm-up of a tenth of them, at most 100), or
@@ -173,9 +174,11 @@ fn main() {
     // The sections: those named, or all of them.
     let named = |name: &str| args.iter().any(|a| a == name);
     let (rps_named, rss_named, cluster_named) = (named("rps"), named("rss"), named("cluster"));
-    if named("bridge") {
+    if named("bridge") || named("bridge-rss") {
         // Its own run: it needs Node.js and the gateways of `benches/gateways`.
-        runtime.block_on(bridge::tables(Duration::from_secs_f64(secs)));
+        if named("bridge") {
+            runtime.block_on(bridge::tables(Duration::from_secs_f64(secs)));
+        }
         runtime.block_on(bridge::rss());
         return;
     }

@@ -187,10 +187,24 @@ impl Default for BridgeOptions {
     }
 }
 
-/// What goes to a child's input task.
-enum Input {
-    Write(Bytes),
-    Close,
+/// What waits for a child's input task and its life task: shared state and a wake-up
+/// each, rather than channels, whose first block would cost every idle child a
+/// kilobyte.
+#[derive(Default)]
+struct ChildLine {
+    pending: Mutex<Pending>,
+    /// Wakes the input task.
+    input: Notify,
+    /// Wakes the life task.
+    signal: Notify,
+}
+
+/// What the gateway asked of a child and its tasks have not done yet.
+#[derive(Default)]
+struct Pending {
+    writes: std::collections::VecDeque<Bytes>,
+    close: bool,
+    signal: Option<Signal>,
 }
 
 /// The signals of a shutdown (STDIO-5).
@@ -200,10 +214,9 @@ enum Signal {
     Kill,
 }
 
-/// The handles of one running child.
+/// The handle of one running child.
 struct ChildIo {
-    input: mpsc::UnboundedSender<Input>,
-    signals: mpsc::UnboundedSender<Signal>,
+    line: Arc<ChildLine>,
 }
 
 /// What the service's sink, the children's tasks and the timer share.
@@ -254,8 +267,8 @@ impl Shared {
     fn perform(self: &Arc<Self>, service: &McpService, action: Action) {
         match action {
             Action::Spawn { child, role } => self.spawn(service, child, role),
-            Action::Write { child, bytes } => self.input(child, Input::Write(bytes)),
-            Action::CloseInput { child } => self.input(child, Input::Close),
+            Action::Write { child, bytes } => self.input(child, |p| p.writes.push_back(bytes)),
+            Action::CloseInput { child } => self.input(child, |p| p.close = true),
             Action::Terminate { child } => self.signal(child, Signal::Terminate),
             Action::Kill { child } => self.signal(child, Signal::Kill),
             Action::Report(report) => {
@@ -274,15 +287,17 @@ impl Shared {
         }
     }
 
-    fn input(&self, child: ChildId, input: Input) {
+    fn input(&self, child: ChildId, f: impl FnOnce(&mut Pending)) {
         if let Some(io) = lock(&self.io).get(&child) {
-            let _ = io.input.send(input);
+            f(&mut lock(&io.line.pending));
+            io.line.input.notify_one();
         }
     }
 
     fn signal(&self, child: ChildId, signal: Signal) {
         if let Some(io) = lock(&self.io).get(&child) {
-            let _ = io.signals.send(signal);
+            lock(&io.line.pending).signal = Some(signal);
+            io.line.signal.notify_one();
         }
     }
 
@@ -316,17 +331,20 @@ impl Shared {
                 return;
             }
         };
-        let (input_tx, input_rx) = mpsc::unbounded_channel();
-        let (signal_tx, signal_rx) = mpsc::unbounded_channel();
+        let line = Arc::new(ChildLine::default());
         lock(&self.io).insert(
             child,
             ChildIo {
-                input: input_tx,
-                signals: signal_tx,
+                line: Arc::clone(&line),
             },
         );
         if let Some(stdin) = process.stdin.take() {
-            tokio::spawn(write_input(Arc::clone(self), child, stdin, input_rx));
+            tokio::spawn(write_input(
+                Arc::clone(self),
+                child,
+                stdin,
+                Arc::clone(&line),
+            ));
         }
         let reader = process
             .stdout
@@ -335,14 +353,7 @@ impl Shared {
         if let Some(stderr) = process.stderr.take() {
             tokio::spawn(read_errors(Arc::clone(self), child, role, stderr));
         }
-        tokio::spawn(live(
-            Arc::clone(self),
-            weak,
-            child,
-            process,
-            signal_rx,
-            reader,
-        ));
+        tokio::spawn(live(Arc::clone(self), weak, child, process, line, reader));
     }
 }
 
@@ -351,34 +362,41 @@ async fn write_input(
     shared: Arc<Shared>,
     child: ChildId,
     mut stdin: tokio::process::ChildStdin,
-    mut rx: mpsc::UnboundedReceiver<Input>,
+    line: Arc<ChildLine>,
 ) {
-    while let Some(first) = rx.recv().await {
-        let mut written = 0;
-        let mut next = Some(first);
-        while let Some(input) = next.take() {
-            match input {
-                Input::Write(bytes) => {
-                    if stdin.write_all(&bytes).await.is_err() {
-                        // The child is gone; its end is reported by its own task.
-                        return;
-                    }
-                    written += bytes.len();
-                }
-                Input::Close => {
-                    let _ = stdin.flush().await;
-                    lock(&shared.gateway).child_wrote(child, written);
-                    return;
-                }
-            }
-            next = rx.try_recv().ok();
+    loop {
+        let (writes, close) = {
+            let mut pending = lock(&line.pending);
+            (std::mem::take(&mut pending.writes), pending.close)
+        };
+        if writes.is_empty() && !close {
+            // A wake-up given since the look above is kept for this wait.
+            line.input.notified().await;
+            continue;
         }
-        if stdin.flush().await.is_err() {
+        let mut written = 0;
+        for bytes in &writes {
+            if stdin.write_all(bytes).await.is_err() {
+                // The child is gone; its end is reported by its own task.
+                return;
+            }
+            written += bytes.len();
+        }
+        let flushed = stdin.flush().await;
+        lock(&shared.gateway).child_wrote(child, written);
+        if close || flushed.is_err() {
             return;
         }
-        lock(&shared.gateway).child_wrote(child, written);
     }
 }
+
+/// What an idle child's reader holds: enough for the small messages most are. A read
+/// that fills it goes on into a buffer that lives for that burst alone, so a thousand
+/// idle children hold no read buffers of size.
+const SMALL_READ: usize = 512;
+
+/// How much a burst reads at once beyond [`SMALL_READ`].
+const BURST_READ: usize = 64 << 10;
 
 /// Hands a child's output to the gateway as it comes.
 async fn read_output(
@@ -387,9 +405,9 @@ async fn read_output(
     child: ChildId,
     mut stdout: tokio::process::ChildStdout,
 ) {
-    let mut buf = vec![0; 64 << 10];
+    let mut small = [0; SMALL_READ];
     loop {
-        let n = match stdout.read(&mut buf).await {
+        let n = match stdout.read(&mut small).await {
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
@@ -397,8 +415,28 @@ async fn read_output(
             return;
         };
         shared.with(&service, |gateway, server, now| {
-            gateway.child_output(server, now, child, &buf[..n]);
+            gateway.child_output(server, now, child, &small[..n]);
         });
+        if n < SMALL_READ {
+            continue;
+        }
+        // More is likely waiting: take what is there now, without waiting for more.
+        let mut burst = vec![0; BURST_READ];
+        loop {
+            let read = std::pin::pin!(stdout.read(&mut burst));
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            let n = match std::future::Future::poll(read, &mut cx) {
+                std::task::Poll::Ready(Ok(n)) if n > 0 => n,
+                // Nothing more now (the next read waits), or the end (it sees it too).
+                _ => break,
+            };
+            shared.with(&service, |gateway, server, now| {
+                gateway.child_output(server, now, child, &burst[..n]);
+            });
+            if n < BURST_READ {
+                break;
+            }
+        }
     }
 }
 
@@ -409,7 +447,7 @@ async fn read_errors(
     role: Role,
     stderr: tokio::process::ChildStderr,
 ) {
-    let mut lines = tokio::io::BufReader::new(stderr);
+    let mut lines = tokio::io::BufReader::with_capacity(512, stderr);
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -432,13 +470,18 @@ async fn live(
     service: WeakService,
     child: ChildId,
     mut process: tokio::process::Child,
-    mut signals: mpsc::UnboundedReceiver<Signal>,
+    line: Arc<ChildLine>,
     reader: Option<tokio::task::JoinHandle<()>>,
 ) {
     let status = loop {
         tokio::select! {
             status = process.wait() => break status,
-            Some(signal) = signals.recv() => send_signal(&mut process, signal),
+            () = line.signal.notified() => {
+                let signal = lock(&line.pending).signal.take();
+                if let Some(signal) = signal {
+                    send_signal(&mut process, signal);
+                }
+            }
         }
     };
     if let Some(mut reader) = reader
