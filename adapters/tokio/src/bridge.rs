@@ -695,6 +695,17 @@ enum Told {
     Answered(RequestId, Result<serde_json::Value, CallError>),
 }
 
+/// How long the answers still owed to a local client whose input ended may take.
+const DRAIN: Duration = Duration::from_secs(30);
+
+/// Sleeps until `at`; for ever without one.
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The next server message, once connected.
 async fn next_message(
     messages: &mut Option<mpsc::UnboundedReceiver<ServerMessage>>,
@@ -740,8 +751,14 @@ where
     let mut calls: HashMap<RequestId, tokio::task::AbortHandle> = HashMap::new();
     let mut buf = vec![0; 64 << 10];
     let mut input_open = true;
+    // Once the input ended, what is in flight has this long to be answered.
+    let mut drain_until: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
+            () = sleep_until(drain_until) => {
+                log("the remote server did not answer everything in time after the input ended");
+                relay.abandon();
+            }
             message = next_message(&mut messages) => match message {
                 Some(message) => server_message(&mut relay, message, &log),
                 None => messages = None,
@@ -749,6 +766,7 @@ where
             read = input.read(&mut buf), if input_open => match read {
                 Ok(0) | Err(_) => {
                     input_open = false;
+                    drain_until = Some(tokio::time::Instant::now() + DRAIN);
                     relay.local_ended();
                 }
                 Ok(n) => relay.local_input(&buf[..n]),

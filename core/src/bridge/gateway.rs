@@ -257,6 +257,8 @@ pub struct Gateway {
     /// 2026-07-28 requests that came before any pool child described the server.
     early: VecDeque<IncomingRequest>,
     known: Option<Arc<Known>>,
+    /// What is told before `known`.
+    unknown: Arc<Known>,
     parked: HashMap<u64, Parked>,
     next_ticket: u64,
     /// A session child's questions to its client: the server's id → the child's.
@@ -289,6 +291,10 @@ impl Gateway {
             queue: VecDeque::new(),
             early: VecDeque::new(),
             known: None,
+            unknown: Arc::new(Known {
+                capabilities: json!({}),
+                server_info: crate::app::default_server_info(),
+            }),
             parked: HashMap::new(),
             next_ticket: 1,
             asks: HashMap::new(),
@@ -368,41 +374,29 @@ impl Gateway {
             }
             Event::Cancelled { request, reason } => {
                 self.cancelled(server, now, request, reason.as_deref());
-                let step = self.dispatcher.handle_event(
-                    Event::Cancelled { request, reason },
-                    &*Self::describe(self.known.as_ref()),
-                );
+                let step = self
+                    .dispatcher
+                    .handle_event(Event::Cancelled { request, reason }, &*self.described());
                 self.step(server, now, step, None);
             }
             Event::SessionClosed { session, reason } => {
-                let step = self.dispatcher.handle_event(
-                    Event::SessionClosed { session, reason },
-                    &*Self::describe(self.known.as_ref()),
-                );
+                let step = self
+                    .dispatcher
+                    .handle_event(Event::SessionClosed { session, reason }, &*self.described());
                 self.step(server, now, step, None);
                 self.session_closed(now, session);
             }
             event @ Event::Announced { .. } => {
-                let step = self
-                    .dispatcher
-                    .handle_event(event, &*Self::describe(self.known.as_ref()));
+                let step = self.dispatcher.handle_event(event, &*self.described());
                 self.step(server, now, step, None);
             }
         }
     }
 
-    /// What the application layer is told of the server: the pool's description, or
-    /// nothing yet.
-    fn describe(known: Option<&Arc<Known>>) -> Arc<Known> {
-        known.map_or_else(
-            || {
-                Arc::new(Known {
-                    capabilities: json!({}),
-                    server_info: crate::app::default_server_info(),
-                })
-            },
-            Arc::clone,
-        )
+    /// What the application layer is told of the server: the pool's description, or,
+    /// before it (and without a pool), nothing but this library's name.
+    fn described(&self) -> Arc<Known> {
+        Arc::clone(self.known.as_ref().unwrap_or(&self.unknown))
     }
 
     /// Does what the application layer decided; a request it starts is forwarded, its
@@ -486,10 +480,9 @@ impl Gateway {
         let forward = request
             .session()
             .map(|_| (request.id().clone(), request.message().text().clone()));
-        let step = self.dispatcher.handle_event(
-            Event::Request(request),
-            &*Self::describe(self.known.as_ref()),
-        );
+        let step = self
+            .dispatcher
+            .handle_event(Event::Request(request), &*self.described());
         self.step(server, now, step, forward);
     }
 
@@ -568,7 +561,8 @@ impl Gateway {
                 )),
             );
         };
-        if !self.has_room(child, text.len()) {
+        // The line is the text and its line feed.
+        if !self.has_room(child, text.len() + 1) {
             self.dispatcher.finish(handle);
             return responder.answer(server, now, Err(CallError::busy()));
         }

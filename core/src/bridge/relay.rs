@@ -72,7 +72,8 @@ enum Phase {
     Connecting,
     /// Requests flow.
     Ready,
-    /// The local input ended.
+    /// The local input ended: what is in flight is still answered, then the relay
+    /// closes.
     Closed,
 }
 
@@ -104,6 +105,8 @@ pub struct Relay {
     /// The server's requests the local client has not answered.
     asked: HashSet<RequestId>,
     actions: VecDeque<RelayAction>,
+    /// [`RelayAction::Close`] was given.
+    closed: bool,
 }
 
 impl Default for Relay {
@@ -123,6 +126,7 @@ impl Relay {
             early: VecDeque::new(),
             asked: HashSet::new(),
             actions: VecDeque::new(),
+            closed: false,
         }
     }
 
@@ -142,13 +146,35 @@ impl Relay {
         self.drain();
     }
 
-    /// The local client's output ended: what it cut short is reported, then the relay
-    /// closes.
+    /// The local client's output ended: what it cut short is reported; the requests
+    /// in flight (and a handshake under way) are still answered, and then the relay
+    /// closes ([`RelayAction::Close`]). Nothing new is taken.
     pub fn local_ended(&mut self) {
         self.decoder.finish();
         self.drain();
         if self.phase != Phase::Closed {
             self.phase = Phase::Closed;
+            self.close_when_drained();
+        }
+    }
+
+    /// Gives up what is still owed after the input ended (the adapter's patience ran
+    /// out): the relay closes now.
+    pub fn abandon(&mut self) {
+        self.phase = Phase::Closed;
+        self.init = None;
+        self.early.clear();
+        for id in std::mem::take(&mut self.calls) {
+            self.actions.push_back(RelayAction::Cancel { id });
+        }
+        self.close_when_drained();
+    }
+
+    /// Once the input ended and nothing is owed to the local client: close.
+    fn close_when_drained(&mut self) {
+        let drained = self.init.is_none() && self.calls.is_empty() && self.early.is_empty();
+        if self.phase == Phase::Closed && drained && !self.closed {
+            self.closed = true;
             self.actions.push_back(RelayAction::Close);
         }
     }
@@ -327,11 +353,14 @@ impl Relay {
             id: &id,
             result: &Json(answer),
         });
-        if self.phase == Phase::Connecting {
-            self.phase = Phase::Ready;
-        }
+        let draining = self.phase == Phase::Closed;
+        self.phase = Phase::Ready;
         for (id, method, params) in std::mem::take(&mut self.early) {
             self.local_request(id, &method, params);
+        }
+        if draining {
+            self.phase = Phase::Closed;
+            self.close_when_drained();
         }
     }
 
@@ -349,6 +378,7 @@ impl Relay {
         if self.phase == Phase::Connecting {
             self.phase = Phase::Fresh;
         }
+        self.close_when_drained();
     }
 
     /// A call's outcome at the remote: the local client's answer, under its id. A call
@@ -358,7 +388,8 @@ impl Relay {
             return;
         }
         if id.as_str() == Some(DESCRIBE) {
-            return self.describe(Some(&outcome.unwrap_or_else(|_| json!({}))));
+            let description = outcome.unwrap_or_else(|_| json!({}));
+            return self.describe(Some(&description));
         }
         match outcome {
             Ok(result) => self.write(&Outgoing::Response {
@@ -380,6 +411,7 @@ impl Relay {
             }
             Err(other) => self.write_error(id, ErrorCode::INTERNAL_ERROR, &other.to_string()),
         }
+        self.close_when_drained();
     }
 
     /// A notification of the remote server (progress under the local client's token,
@@ -399,7 +431,7 @@ impl Relay {
     }
 
     fn write_text(&mut self, text: &str) {
-        if self.phase == Phase::Closed {
+        if self.closed {
             return;
         }
         let mut line = BytesMut::with_capacity(text.len() + 1);
@@ -408,7 +440,7 @@ impl Relay {
     }
 
     fn write(&mut self, message: &Outgoing<'_>) {
-        if self.phase == Phase::Closed {
+        if self.closed {
             return;
         }
         let mut line = BytesMut::with_capacity(message.len_hint() + 1);
@@ -629,5 +661,47 @@ mod tests {
         let acts = actions(&mut relay);
         assert!(matches!(acts[0], RelayAction::BadLine(_)));
         assert_eq!(acts[1], RelayAction::Close);
+    }
+
+    #[test]
+    fn bridge_6_what_is_in_flight_when_the_input_ends_is_still_answered() {
+        let mut relay = Relay::default();
+        // A client that writes its lines and closes at once (a shell pipe).
+        relay.local_input(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{}}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n");
+        relay.local_ended();
+        assert!(matches!(
+            actions(&mut relay)[..],
+            [RelayAction::Connect { .. }]
+        ));
+        relay.connected(Some(&json!({"capabilities": {}})));
+        let acts = actions(&mut relay);
+        assert!(
+            matches!(acts[0], RelayAction::Write(_)),
+            "initialize answered"
+        );
+        assert!(
+            matches!(acts[1], RelayAction::Call { .. }),
+            "the waiting call goes out"
+        );
+        assert_eq!(acts.len(), 2, "not closed yet: {acts:?}");
+        relay.answered(&RequestId::int(1), Ok(json!({"tools": []})));
+        let acts = actions(&mut relay);
+        assert!(matches!(acts[0], RelayAction::Write(_)));
+        assert_eq!(acts[1], RelayAction::Close);
+        // Given up: what is still in flight is cancelled, and the relay closes.
+        let mut relay = ready();
+        relay.local_input(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}\n");
+        relay.local_ended();
+        actions(&mut relay);
+        relay.abandon();
+        assert_eq!(
+            actions(&mut relay),
+            [
+                RelayAction::Cancel {
+                    id: RequestId::int(7)
+                },
+                RelayAction::Close
+            ]
+        );
     }
 }
