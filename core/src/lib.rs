@@ -44,6 +44,10 @@
 //! - [`mirror`]: the values revision 2026-07-28 mirrors into headers (`Mcp-Name`,
 //!   `Mcp-Param-*`): their encoding, strict decoding, comparison with the body, and a
 //!   tool's `x-mcp-header` annotations read from its `inputSchema`.
+//! - [`bridge`]: a stdio MCP server served over HTTP ([`Gateway`](bridge::Gateway): a
+//!   child per session, a pool for 2026-07-28 requests, failures reported to exactly the
+//!   requests in flight), and a stdio client served by a remote server
+//!   ([`Relay`](bridge::Relay)): the decisions of `mcpwire bridge`.
 //! - [`stdio`]: newline-delimited JSON-RPC, the framing of the stdio transport: a
 //!   bounded [`Decoder`](stdio::Decoder) that reports a bad line and loses no other, and
 //!   the one-line encoding.

@@ -12,7 +12,7 @@ use mcpwire::server::Eras;
 use mcpwire_tokio::bridge::{Bridge, BridgeOptions, StdioCommand};
 use mcpwire_tokio::server::{ServeOptions, serve_with};
 
-use crate::serve::{Endpoint, Value, read_options};
+use crate::serve::{Endpoint, Value, read_args, read_options};
 use crate::{BadUsage, block_on, print_help};
 
 /// The usage text.
@@ -107,34 +107,24 @@ fn parse_remote(args: &[OsString]) -> Result<Option<Remote>, BadUsage> {
     let mut url = None;
     let mut revision = mcpwire::client::Revision::Auto;
     let mut headers = Vec::new();
-    let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
-    while let Some(arg) = args.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
-            _ => (arg.clone(), None),
-        };
-        let mut value = |what: &str| {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| BadUsage::Shape(format!("{name} needs {what}")))
-        };
-        match name.as_str() {
-            "-h" | "--help" => return Ok(None),
+    let read = read_args(args, |name, value| {
+        match name {
             "--remote" => url = Some(value("a URL")?),
             "--revision" => revision = crate::call::parse_revision(&value("a revision")?)?,
-            "-H" | "--header" => headers.push(crate::call::parse_header(&value("'NAME: VALUE'")?)?),
+            "-H" | "--header" => {
+                headers.push(crate::call::parse_header(&value("'NAME: VALUE'")?)?);
+            }
             "--stdio" => {
                 return Err(BadUsage::Shape(
                     "--stdio and --remote go different ways: give one".into(),
                 ));
             }
-            _ => {
-                return Err(BadUsage::Shape(format!(
-                    "unknown option '{arg}' (with --remote: -H, --revision)"
-                )));
-            }
+            _ => return Ok(false),
         }
+        Ok(true)
+    })?;
+    if read.is_none() {
+        return Ok(None);
     }
     let url = url.unwrap_or_default();
     let uri: http::Uri = url

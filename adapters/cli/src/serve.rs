@@ -287,6 +287,18 @@ pub(crate) fn read_options(
     endpoint: &mut Endpoint,
     mut other: impl FnMut(&str, &mut Value<'_>) -> Result<bool, BadUsage>,
 ) -> Result<Option<()>, BadUsage> {
+    read_args(args, |name, value| {
+        Ok(endpoint.option(name, value)? || other(name, value)?)
+    })
+}
+
+/// Reads `args` as options (`--name value`, `--name=value`, or a flag), each handed to
+/// `take` with what gives its value; one `take` does not know is an error. `Ok(None)`
+/// for `--help`.
+pub(crate) fn read_args(
+    args: &[OsString],
+    mut take: impl FnMut(&str, &mut Value<'_>) -> Result<bool, BadUsage>,
+) -> Result<Option<()>, BadUsage> {
     let mut args = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -302,7 +314,7 @@ pub(crate) fn read_options(
         if matches!(name.as_str(), "-h" | "--help") {
             return Ok(None);
         }
-        if !endpoint.option(&name, &mut value)? && !other(&name, &mut value)? {
+        if !take(&name, &mut value)? {
             return Err(BadUsage::Shape(format!("unknown option '{arg}'")));
         }
     }

@@ -680,6 +680,19 @@ impl Gateway {
             return responder.answer(server, now, Err(CallError::busy()));
         }
         self.write(child, line);
+        self.runs(now, child, wire, info, responder);
+    }
+
+    /// Pool child `child` runs its request `wire` for the HTTP request of `info`.
+    fn runs(
+        &mut self,
+        now: Instant,
+        child: ChildId,
+        wire: RequestId,
+        info: CallInfo,
+        responder: Responder,
+    ) {
+        let handle = info.handle();
         self.set_slot(
             now,
             child,
@@ -741,24 +754,7 @@ impl Gateway {
             parked.questions = open;
             return self.park(server, now, ticket, parked, handle, responder);
         }
-        let child = parked.child;
-        self.set_slot(
-            now,
-            child,
-            Slot::Runs {
-                wire: parked.wire.clone(),
-                holder: Holder::Call(handle),
-            },
-        );
-        self.board(
-            now,
-            handle,
-            Flight {
-                child,
-                wire: parked.wire,
-                answer: Answer::Call { info, responder },
-            },
-        );
+        self.runs(now, parked.child, parked.wire, info, responder);
     }
 
     /// Answers `handle` with the questions still open and keeps the child's request
