@@ -501,8 +501,8 @@ impl Gateway {
         if self.sessions.contains_key(&session) {
             return fail(server, "this session is initialized already");
         }
-        let children = self.children.len() - self.pool;
-        if children >= self.config.max_children {
+        // Children being ended (their sessions are over) do not count.
+        if self.sessions.len() >= self.config.max_children {
             return fail(
                 server,
                 "too many sessions: no room for another stdio server",
