@@ -37,6 +37,8 @@ pub struct Rig {
     pub children: BTreeMap<ChildId, Child>,
     /// What the gateway reported, oldest first.
     pub reports: Vec<Happening>,
+    /// The same reports with the child each names, oldest first.
+    pub reported: Vec<(ChildId, Happening)>,
 }
 
 /// A 2026-07-28 request's `_meta` members: the protocol keys, with `capabilities`.
@@ -61,6 +63,7 @@ impl Rig {
             gateway,
             children: BTreeMap::new(),
             reports: Vec::new(),
+            reported: Vec::new(),
         };
         rig.pump();
         rig
@@ -115,7 +118,10 @@ impl Rig {
             Action::CloseInput { child } => self.child(child).input_closed = true,
             Action::Terminate { child } => self.child(child).terminated = true,
             Action::Kill { child } => self.child(child).killed = true,
-            Action::Report(report) => self.reports.push(report.what),
+            Action::Report(report) => {
+                self.reported.push((report.child, report.what.clone()));
+                self.reports.push(report.what);
+            }
             other => panic!("an action the rig does not know: {other:?}"),
         }
     }

@@ -24,6 +24,10 @@
 //! - [`cluster_ops`]: an op model of a cluster under faults (clients resuming on any
 //!   node, the store and notices coming and going, a node killed, garbage from the
 //!   store), run by the `cluster_props` proptest and the `server_cluster` fuzz target.
+//! - [`bridge`]: a stdio gateway in front of a server, its children played by the test;
+//!   [`bridge_ops`]: an op model of it (sessions and 2026-07-28 calls, the children's
+//!   answers, questions, garbage, exits and stalls), run by the `bridge_props` proptest
+//!   and the `bridge_gateway` fuzz target.
 //! - [`redis_server`]: a real `redis-server` of a test's own on 127.0.0.1 (installed with
 //!   apt-get when missing), stopped and restarted on the same port at will.
 //! - [`round_robin`]: a TCP proxy on 127.0.0.1 handing each new connection to the next
@@ -33,6 +37,7 @@
 
 pub mod alloc;
 pub mod bridge;
+pub mod bridge_ops;
 pub mod cluster;
 pub mod cluster_ops;
 #[cfg(feature = "tokio")]

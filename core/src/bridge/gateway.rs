@@ -217,6 +217,11 @@ struct Parked {
     child: ChildId,
     wire: RequestId,
     questions: Vec<Question>,
+    /// The questions given a key so far: a new one's key is never one the client saw.
+    keys: u32,
+    /// The child's answer to `wire`, when it gave one while the request waited (it
+    /// stopped waiting for the client): the retry gets it, and the child is free.
+    done: Option<Envelope>,
     /// Until when the retry may come.
     until: Instant,
 }
@@ -734,6 +739,13 @@ impl Gateway {
                 )),
             );
         };
+        if let Some(done) = parked.done.take() {
+            // The child answered without the client's input: that is the answer.
+            if self.dispatcher.finish(handle) {
+                responder.answer(server, now, answer_value(&done));
+            }
+            return;
+        }
         let responses = info.input_responses();
         let mut open = Vec::new();
         for question in parked.questions.drain(..) {
@@ -1045,6 +1057,9 @@ impl Gateway {
                 if pool_init {
                     return self.pool_initialized(server, now, child, message);
                 }
+                if let Some(ticket) = self.parked_on(child, id) {
+                    return self.parked_answered(server, now, child, ticket, message);
+                }
                 match self.by_wire.get(&(child, id.clone())).copied() {
                     Some(handle) => self.answered(server, now, handle, message),
                     None => self.report(
@@ -1064,6 +1079,38 @@ impl Gateway {
                 self.child_notifies(server, now, child, &note.method, params);
             }
         }
+    }
+
+    /// The ticket of the request `wire` that `child` runs while it waits for a retry.
+    fn parked_on(&self, child: ChildId, wire: &RequestId) -> Option<u64> {
+        match &self.children.get(&child)?.slot {
+            Slot::Runs {
+                wire: running,
+                holder: Holder::Parked(ticket),
+            } if running == wire => Some(*ticket),
+            _ => None,
+        }
+    }
+
+    /// A pool child answered the request it runs while that request waited for the
+    /// client's retry (it gave up asking): the answer is kept for the retry, and the
+    /// child is free for the next request.
+    fn parked_answered(
+        &mut self,
+        server: &mut Server,
+        now: Instant,
+        child: ChildId,
+        ticket: u64,
+        message: &Envelope,
+    ) {
+        if let Some(parked) = self.parked.get_mut(&ticket) {
+            parked.done = Some(message.clone());
+            parked.questions.clear();
+        }
+        if let Some(c) = self.children.get_mut(&child) {
+            c.slot = Slot::Idle;
+        }
+        self.pool_request_over(server, now, child);
     }
 
     /// A child answered the request `handle`.
@@ -1288,7 +1335,8 @@ impl Gateway {
                 match holder {
                     Holder::Parked(ticket) => {
                         if let Some(parked) = self.parked.get_mut(&ticket) {
-                            let key = format!("q{}", parked.questions.len() + 1);
+                            parked.keys += 1;
+                            let key = format!("q{}", parked.keys);
                             parked.questions.push(question(key));
                         }
                     }
@@ -1321,6 +1369,8 @@ impl Gateway {
                             child,
                             wire,
                             questions: vec![question("q1".into())],
+                            keys: 1,
+                            done: None,
                             until: now,
                         };
                         self.park(server, now, ticket, parked, handle, responder);
@@ -1414,7 +1464,7 @@ impl Gateway {
                         }
                     }
                     ("notifications/cancelled", _, Some(params)) => {
-                        self.child_cancels_question(&params);
+                        self.child_cancels_question(child, &params);
                         true
                     }
                     (_, Some((_, handle)), Some(params)) => self
@@ -1484,12 +1534,13 @@ impl Gateway {
         }
     }
 
-    /// A pool child gave up a question not answered yet: it is no longer asked.
-    fn child_cancels_question(&mut self, params: &Value) {
+    /// A pool child gave up a question not answered yet: it is no longer asked (ids
+    /// are the child's own, so only its questions are looked at).
+    fn child_cancels_question(&mut self, child: ChildId, params: &Value) {
         let Some(theirs) = params.get("requestId").and_then(request_id_of) else {
             return;
         };
-        for parked in self.parked.values_mut() {
+        for parked in self.parked.values_mut().filter(|p| p.child == child) {
             parked.questions.retain(|q| q.id != theirs);
         }
     }
@@ -1573,6 +1624,10 @@ impl Gateway {
         let Some(parked) = self.parked.remove(&ticket) else {
             return;
         };
+        if parked.done.is_some() {
+            // The child answered already and is free; the answer is forgotten.
+            return;
+        }
         self.write_message(
             parked.child,
             &Outgoing::Cancelled {
