@@ -51,7 +51,12 @@ pub fn modern_meta(capabilities: &str) -> String {
 impl Rig {
     /// A server on every era with a gateway of `config`.
     pub fn new(config: BridgeConfig) -> Self {
-        let h = Harness::new(Config::new().with_eras(Eras::ALL));
+        Self::with_server(Config::new().with_eras(Eras::ALL), config)
+    }
+
+    /// A server with `server` and a gateway of `config`.
+    pub fn with_server(server: Config, config: BridgeConfig) -> Self {
+        let h = Harness::new(server);
         let gateway = Gateway::new(
             config,
             &Settings::new(),

@@ -593,3 +593,29 @@ fn bridge_2_list_changes_of_a_pool_child_reach_the_listens() {
         "L"
     );
 }
+
+#[test]
+fn bridge_5_session_8_at_the_bound_an_idle_sessions_child_makes_room() {
+    // As `mcpwire bridge` sets it up: as many sessions as children.
+    let server = mcpwire::server::Config::new()
+        .with_eras(mcpwire::server::Eras::ALL)
+        .with_max_sessions(1);
+    let mut rig = Rig::with_server(server, Config::new().with_pool(0).with_max_children(1));
+    let (first, old) = rig.open_session(V);
+    let (second, new) = rig.open_session(V);
+    assert_ne!(first, second);
+    assert_ne!(old, new, "a child for the new session");
+    assert!(
+        rig.child(old).input_closed,
+        "the evicted session's child ends"
+    );
+    let x = rig.post(
+        Some(&second),
+        Some(V),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    );
+    let input = rig.take_input(new);
+    assert_eq!(input[0]["method"], "tools/list");
+    rig.child_sends(new, &json!({"jsonrpc":"2.0","id":1,"result":{"tools":[]}}));
+    assert_eq!(rig.answer(x).expect("answered")["id"], 1);
+}
